@@ -1,7 +1,7 @@
 """Adaptive CliMedBench on simulated models: does 243 items rank models like the full 33,735?
 
 CliMedBench (arXiv 2410.03502) claims its 243-item adaptive test ranks models as the full bank
-does. This bench checks the adaptive engine (``clinconsensus_tasks.cat_engine``) against that
+does. This bench checks the adaptive engine (``clinconsensus_tasks.adaptive.engine``) against that
 claim where the truth is known: a simulated bank of 33,735 items in the paper's scenario
 proportions with known 3PL parameters (``a ~ LogNormal(0, 0.3)``, ``b ~ Normal(0, 1)``,
 ``c ~ Uniform(0, 0.25)`` for choice scenarios and ``c = 0`` for the continuously scored ones) and
@@ -29,9 +29,9 @@ import time
 
 import numpy as np
 
-from clinconsensus_tasks.cat_engine import AdaptiveSession, ItemBank
+from clinconsensus_tasks.adaptive.engine import AdaptiveSession, ItemBank
 from clinconsensus_tasks.scorers import irt
-from clinconsensus_tasks.scorers.climedbench import CHOICE, SCENARIOS
+from clinconsensus_tasks.scorers.climedbench.scenarios import CHOICE, SCENARIOS
 
 TOTAL = 33735
 CHECKPOINTS = (15, 30, 60, 120, 243)

@@ -37,9 +37,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from clinconsensus_tasks.clinconsensus_data import load_cases, sample_path
+from clinconsensus_tasks.clinconsensus.dataset import load_cases, sample_path
 from clinconsensus_tasks.fake_openai_server import candidate_answer
-from clinconsensus_tasks.scorers.rubric_prompt import BATCHED, PER_CRITERION, batched_messages, judge_max_tokens, per_criterion_messages
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, PER_CRITERION, batched_messages, judge_max_tokens, per_criterion_messages
 
 MODES = (PER_CRITERION, BATCHED)
 
@@ -114,7 +114,7 @@ def inspect_bare_task(data: str, mode: str):
     from inspect_ai.scorer import Score, mean, scorer
     from inspect_ai.solver import generate
 
-    from clinconsensus_tasks.clinconsensus_inspect import _to_chat, case_to_sample
+    from clinconsensus_tasks.clinconsensus.inspect_task import to_chat, case_to_sample
 
     config = GenerateConfig(temperature=0.0, max_tokens=judge_max_tokens(mode, 30))
 
@@ -128,7 +128,7 @@ def inspect_bare_task(data: str, mode: str):
                 prompts = [per_criterion_messages(state.input_text, answer, text) for _, text in rubrics]
             else:
                 prompts = [batched_messages(state.input_text, answer, [(str(i + 1), t) for i, (_, t) in enumerate(rubrics)])]
-            await asyncio.gather(*(grader.generate(_to_chat(p), config=config, cache=True) for p in prompts))
+            await asyncio.gather(*(grader.generate(to_chat(p), config=config, cache=True) for p in prompts))
             return Score(value=0)
 
         return score
@@ -141,7 +141,7 @@ def run_inspect(server: Server, data: str, mode: str, cache_dir: str, bare: bool
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import GenerateConfig, get_model
 
-    from clinconsensus_tasks.clinconsensus_inspect import clinconsensus
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
 
     os.environ["INSPECT_CACHE_DIR"] = cache_dir
     for svc in ("CAND", "JUDGE"):
@@ -170,7 +170,7 @@ def run_inspect(server: Server, data: str, mode: str, cache_dir: str, bare: bool
 
 def run_lmeval(server: Server, data: str, mode: str, cache_dir: str, concurrency: int = 32) -> dict:
     """A real lm-eval run; CPU and wall time are taken around the plugin's judge filter only."""
-    import clinconsensus_tasks.lmeval_clinconsensus as glue
+    import clinconsensus_tasks.clinconsensus.lmeval_task as glue
     from clinconsensus_tasks.lmeval_tasks import simple_evaluate
 
     os.environ.update(

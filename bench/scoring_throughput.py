@@ -3,7 +3,7 @@
 Builds 33,735 synthetic items in the paper's scenario proportions (WTD's 807 excluded: they are
 scored by embeddings, measured separately), gives each a model-like answer (brief reasoning, then
 the answer in one of the shapes real models use; lengths 60-400 characters), and scores them all
-with the shared core (``clinconsensus_tasks.scorers.climedbench.score_answer``). Prints items per
+with the shared core (``clinconsensus_tasks.scorers.climedbench.scenarios.score_answer``). Prints items per
 second for each metric and the total CPU seconds (target: under 5 s on a 2-core machine). Then,
 if a sentence-transformers model is available (``--similarity-model`` or
 ``CLIMEDBENCH_SIMILARITY_MODEL``), the WTD embedding rate in answer/reference pairs per second.
@@ -21,8 +21,8 @@ import random
 import time
 from collections import defaultdict
 
-from clinconsensus_tasks.climedbench_data import load_scenario
-from clinconsensus_tasks.scorers.climedbench import CHOICE, ORDER, SCENARIOS, SIMILARITY, score_answer
+from clinconsensus_tasks.climedbench.dataset import load_scenario
+from clinconsensus_tasks.scorers.climedbench.scenarios import CHOICE, ORDER, SCENARIOS, SIMILARITY, score_answer
 
 TOTAL = 33735
 REASONS = (
@@ -65,7 +65,7 @@ def build_items(rng: random.Random) -> list[tuple[str, dict, str]]:
 
 
 def wtd_rate(model_name: str, pairs: int = 807) -> float:
-    from clinconsensus_tasks.similarity import cosine_similarities, load_model
+    from clinconsensus_tasks.climedbench.similarity import cosine_similarities, load_model
 
     items = load_scenario("WTD", announce=False).items
     answers = [items[i % len(items)]["answer"][::-1] + str(i) for i in range(pairs)]

@@ -4,7 +4,7 @@ Every ``inspect eval`` imports this module, whatever task it runs, so it must st
 sentence-transformers or jieba here or in what it imports at module level.
 """
 
-from .climedbench_inspect import (
+from clinconsensus_tasks.climedbench.inspect_task import (
     climedbench,
     climedbench_bkt,
     climedbench_cpr,
@@ -21,7 +21,7 @@ from .climedbench_inspect import (
     climedbench_sso,
     climedbench_wtd,
 )
-from .clinconsensus_inspect import clinconsensus
+from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
 
 __all__ = [
     "clinconsensus",

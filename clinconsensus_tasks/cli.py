@@ -22,7 +22,7 @@ import unicodedata
 from collections import Counter
 from typing import Sequence
 
-from .errors import ClinConsensusError
+from clinconsensus_tasks.errors import ClinConsensusError
 
 
 def _thresholds(text: str) -> tuple[int, ...]:
@@ -43,10 +43,10 @@ def _pad(text: str, width: int) -> str:
 
 
 def _summarize(args: argparse.Namespace) -> int:
-    from .run_logs import read_case_records
-    from .scorers.cacs import breakdowns, summarize
+    from clinconsensus_tasks.clinconsensus.logs import read_case_records
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, summarize
 
-    from .judge_tools import compare_logs
+    from clinconsensus_tasks.judge.tools import compare_logs
 
     report = {}
     for path in args.logs:
@@ -85,7 +85,7 @@ def _summarize(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from .clinconsensus_data import load_cases
+    from clinconsensus_tasks.clinconsensus.dataset import load_cases
 
     loaded = load_cases(args.data, args.n_criteria)
     audience = Counter(c.audience for c in loaded.cases)
@@ -99,14 +99,14 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _include_path(args: argparse.Namespace) -> int:
-    from .lmeval_tasks import task_configs_dir
+    from clinconsensus_tasks.lmeval_tasks import task_configs_dir
 
     print(task_configs_dir())
     return 0
 
 
 def _train_simcse(args: argparse.Namespace) -> int:
-    from .simcse import train_simcse
+    from clinconsensus_tasks.climedbench.simcse import train_simcse
 
     manifest = train_simcse(
         args.model, args.corpus, args.output, epochs=args.epochs, batch_size=args.batch_size,
@@ -120,7 +120,7 @@ def _train_simcse(args: argparse.Namespace) -> int:
 def _judge_settings(args: argparse.Namespace):
     import os
 
-    from .judge_client import JudgeSettings
+    from clinconsensus_tasks.judge.client import JudgeSettings
 
     env = dict(os.environ)
     for name in ("base_url", "model", "api_key", "concurrency"):
@@ -131,7 +131,7 @@ def _judge_settings(args: argparse.Namespace):
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .judge_tools import compare_logs
+    from clinconsensus_tasks.judge.tools import compare_logs
 
     report = compare_logs(args.reference, args.other, args.thresholds)
     if args.json:
@@ -143,7 +143,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from .judge_tools import label_agreement
+    from clinconsensus_tasks.judge.tools import label_agreement
 
     report = label_agreement(args.labels, args.logs)
     if args.json:
@@ -159,7 +159,7 @@ def _agreement(args: argparse.Namespace) -> int:
 
 
 def _rescore(args: argparse.Namespace) -> int:
-    from .judge_tools import rescore
+    from clinconsensus_tasks.judge.tools import rescore
 
     metrics = rescore(args.log, args.output, _judge_settings(args), args.judge_mode)
     print(json.dumps({"output": args.output, **metrics}, ensure_ascii=False, indent=2))
@@ -167,7 +167,7 @@ def _rescore(args: argparse.Namespace) -> int:
 
 
 def _export_sft(args: argparse.Namespace) -> int:
-    from .judge_tools import export_sft
+    from clinconsensus_tasks.judge.tools import export_sft
 
     manifest = export_sft(args.logs, args.output, args.judge, args.dev_share, args.seed)
     print(json.dumps(manifest, ensure_ascii=False, indent=2))
@@ -175,7 +175,7 @@ def _export_sft(args: argparse.Namespace) -> int:
 
 
 def _cat(args: argparse.Namespace) -> int:
-    from . import cat_commands
+    from clinconsensus_tasks.adaptive import commands as cat_commands
 
     if args.cat_command == "calibrate":
         bank = cat_commands.calibrate(args.logs, args.output, args.irt_model)
@@ -276,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--similarity-model")
     q.set_defaults(func=_cat)
 
-    from .report import add_report_arguments, main_report
+    from clinconsensus_tasks.report.html_report import add_report_arguments, main_report
 
     p = sub.add_parser("report", help="one self-contained HTML report with charts (and report.md) from logs of several models")
     add_report_arguments(p)  # logs..., --output (required), --markdown, --resamples 1000, --seed 0, --title

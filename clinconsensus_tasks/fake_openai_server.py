@@ -39,8 +39,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .scorers.climedbench import ROLE as _CLIMEDBENCH_ROLE
-from .scorers.rubric_prompt import BATCHED_SYSTEM, PER_CRITERION_SYSTEM, PROBE_SYSTEM
+from clinconsensus_tasks.scorers.climedbench.scenarios import ROLE as _CLIMEDBENCH_ROLE
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED_SYSTEM, PER_CRITERION_SYSTEM, PROBE_SYSTEM
 
 _ANSWER_MARK = "【待评估的回答】\n"
 _CRITERION_MARK = "\n\n【评分标准】\n"
@@ -89,20 +89,20 @@ _WTD_REPLIES = (
 def climedbench_answer(prompt: str, model: str = "") -> str:
     """A CliMedBench answer that depends only on the prompt (see the module docstring) and, for
     model names containing ``examinee``, on the model too (so several examinees differ)."""
-    from .scorers.climedbench import _FORMAT, CHOICE, KEYWORDS, ORDER
+    from clinconsensus_tasks.scorers.climedbench.scenarios import ANSWER_FORMATS, CHOICE, KEYWORDS, ORDER
 
     h = _digest("climedbench", prompt, model if "examinee" in model else "")
     letters = _OPTION_LINE.findall(prompt)
-    if prompt.rstrip().endswith(_FORMAT[ORDER]):
+    if prompt.rstrip().endswith(ANSWER_FORMATS[ORDER]):
         order = sorted(letters, key=lambda x: _digest(prompt, x))
         shapes = [f"答案：{''.join(order)}", f"正确顺序为：{'→'.join(order)}", f"答案：{' '.join(order[:2])}", "无法确定顺序。"]
         return shapes[h % len(shapes)]
-    if prompt.rstrip().endswith(_FORMAT[CHOICE]):
+    if prompt.rstrip().endswith(ANSWER_FORMATS[CHOICE]):
         pick = letters[h % len(letters)]
         wide = chr(ord(pick) + 0xFEE0)
         shapes = [f"根据病史和检查结果分析。\n答案：{pick}", f"{pick}", f"我选{wide}。", f"首选CT检查。答案为{pick}", "信息不足，无法判断。"]
         return shapes[(h // 7) % len(shapes)]
-    if prompt.rstrip().endswith(_FORMAT[KEYWORDS]):
+    if prompt.rstrip().endswith(ANSWER_FORMATS[KEYWORDS]):
         abstract = prompt.split("：", 2)[-1]
         words = [abstract[i : i + 4] for i in range(20, 120, 25)]
         return " ".join(words[: 2 + h % 4]) if h % 9 else ""

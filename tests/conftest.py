@@ -102,8 +102,8 @@ def tiny_judge_dir(tmp_path_factory):
     import torch
     from transformers import BertTokenizerFast, LlamaConfig, LlamaForCausalLM
 
-    from clinconsensus_tasks.clinconsensus_data import load_cases
-    from clinconsensus_tasks.scorers.rubric_prompt import PER_CRITERION_SYSTEM
+    from clinconsensus_tasks.clinconsensus.dataset import load_cases
+    from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_SYSTEM
 
     root = tmp_path_factory.mktemp("tiny-judge")
     text = PER_CRITERION_SYSTEM + "".join(c.question + "".join(t for _, t in c.rubrics) for c in load_cases("sample").cases)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from clinconsensus_tasks.clinconsensus_data import load_cases
+from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.fake_openai_server import FAULT_MALFORMED_ALWAYS, candidate_answer, fault_for, oracle_verdict
-from clinconsensus_tasks.scorers.cacs import CaseResult, summarize
+from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, summarize
 
 HEADLINE = ["rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10", "judge_failures"]
 
@@ -32,7 +32,7 @@ def expected_metrics(flaky: bool = False) -> dict[str, float]:
 def run_inspect(log_dir: Path, judge: str = "judge-model", **task_args):
     from inspect_ai import eval as inspect_eval
 
-    from clinconsensus_tasks.clinconsensus_inspect import clinconsensus
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
 
     logs = inspect_eval(
         clinconsensus(data="sample", **task_args),

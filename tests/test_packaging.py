@@ -77,9 +77,9 @@ def _run_lm_eval(server, tmp_path, extra_args):
     (samples_file,) = (tmp_path / "out").rglob("samples_clinconsensus_*.jsonl")
     all_results = json.loads(results_file.read_text(encoding="utf-8"))["results"]
     # CliMedBench is found the same way; its SSO score equals the shared core's on the same answers.
-    from clinconsensus_tasks.climedbench_data import load_scenario
+    from clinconsensus_tasks.climedbench.dataset import load_scenario
     from clinconsensus_tasks.fake_openai_server import climedbench_answer
-    from clinconsensus_tasks.scorers.climedbench import SCENARIOS, build_prompt, score_answer, summarize
+    from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, build_prompt, score_answer, summarize
 
     sso = SCENARIOS["SSO"]
     rows = [("SSO", *score_answer(sso, it, climedbench_answer(build_prompt(sso, it)))) for it in load_scenario("SSO", announce=False).items]

@@ -1,0 +1,1 @@
+"""Adaptive testing (IRT) for CliMedBench: the item bank and session engine, and the `cat` commands."""

@@ -1,0 +1,261 @@
+"""The adaptive-testing commands: ``clinconsensus-eval cat calibrate | run | synthesize``.
+
+* ``calibrate`` builds an item bank from per-item CliMedBench results of several models (Inspect
+  logs, lm-eval sample files, or records from ``synthesize``).
+* ``run`` tests one model adaptively: it asks one question at a time through Inspect's model API,
+  scores the answer with the same scorers as the full tasks, updates the ability estimate and
+  picks the next item (:class:`~clinconsensus_tasks.adaptive.engine.AdaptiveSession`). The state is
+  written after every answer, so an interrupted run resumes without asking anything again.
+* ``synthesize`` makes examinee records when few models' results exist, with the paper's loop
+  between two models: one answers (generation), the other challenges the answer and gives its
+  own (debate), the first revises (reflection). Each stage is a synthetic examinee.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+from clinconsensus_tasks.adaptive.engine import AdaptiveSession, ItemBank, build_response_matrix, calibrate_bank
+from clinconsensus_tasks.climedbench.dataset import load_scenario
+from clinconsensus_tasks.errors import ConfigurationError, DataValidationError
+from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt, score_answer, score_similarity
+from clinconsensus_tasks.scorers.irt import dichotomize
+
+STATE_FORMAT = "clinconsensus-cat-run"
+
+# -- reading per-item results ----------------------------------------------------------------------
+
+
+def item_key(code: str, item_id: str) -> str:
+    return f"{code}:{item_id}"
+
+
+def _inspect_items(path: Path) -> Iterator[tuple[str, str, str, float | None]]:
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(path))
+    model = log.eval.model
+    for sample in log.samples or []:
+        score = (sample.scores or {}).get("climedbench_scorer")
+        meta = sample.metadata or {}
+        if score is None or "scenario" not in meta:
+            continue
+        code = meta["scenario"]
+        yield model, item_key(code, meta["item"]["id"]), SCENARIOS[code].metric, float(score.value["value"])
+
+
+def _lmeval_items(path: Path) -> Iterator[tuple[str, str, str, float | None]]:
+    model = path.parent.name  # lm-eval writes <output_path>/<model>/samples_<task>_<time>.jsonl
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            sample = json.loads(line)
+            doc = sample.get("doc") or {}
+            if "scenario" not in doc:
+                raise DataValidationError([f"{path}:{number}: not a CliMedBench sample record (no doc.scenario)"])
+            metric = SCENARIOS[doc["scenario"]].metric
+            value = sample.get(metric)
+            yield model, item_key(doc["scenario"], doc["id"]), metric, None if value is None else float(value)
+
+
+def _synthetic_items(path: Path) -> Iterator[tuple[str, str, str, float | None]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                r = json.loads(line)
+                try:
+                    yield r["examinee"], r["item"], r["metric"], r["value"]
+                except KeyError as exc:
+                    raise DataValidationError([f"{path}:{number}: field {exc.args[0]!r}: missing"]) from exc
+
+
+def read_item_results(paths: Sequence[str]) -> list[tuple[str, str, str, float | None]]:
+    """(model, item, metric, value) from Inspect logs, lm-eval sample files and synthesize output."""
+    records = []
+    for p in map(Path, paths):
+        if not p.is_file():
+            raise FileNotFoundError(f"no such file: {p}")
+        if p.suffix in (".eval", ".json"):
+            records += list(_inspect_items(p))
+        elif p.name.startswith("samples_"):
+            records += list(_lmeval_items(p))
+        elif p.suffix == ".jsonl":
+            records += list(_synthetic_items(p))
+        else:
+            raise ValueError(f"{p}: expected an Inspect log, an lm-eval samples_*.jsonl file or synthesize records")
+    return records
+
+
+def calibrate(paths: Sequence[str], output: str | Path, model: str = "3PL") -> ItemBank:
+    records = read_item_results(paths)
+    models, items, matrix = build_response_matrix(records)
+    if len(models) < 2:
+        raise DataValidationError([f"calibration needs results of at least two models (or synthetic examinees), found {len(models)}"])
+    provenance = {
+        "sources": [{"path": str(p), "sha256": hashlib.sha256(Path(p).read_bytes()).hexdigest()} for p in paths],
+        "models": models,
+    }
+    bank = calibrate_bank(matrix, items, [i.split(":", 1)[0] for i in items], model=model, provenance=provenance)
+    bank.save(output)
+    return bank
+
+
+# -- asking one model ------------------------------------------------------------------------------
+
+
+def _items_by_key(codes: Iterable[str], data_dir: str | None) -> dict[str, dict[str, Any]]:
+    out = {}
+    for code in codes:
+        for item in load_scenario(code, data_dir, announce=False).items:
+            out[item_key(code, item["id"])] = item
+    return out
+
+
+async def _score(model: Any, code: str, item: dict[str, Any], similarity_model: str | None) -> dict[str, Any]:
+    from inspect_ai.model import GenerateConfig
+
+    scenario = SCENARIOS[code]
+    output = await model.generate(build_prompt(scenario, item), config=GenerateConfig(temperature=0.0))
+    answer = output.completion
+    if scenario.kind == SIMILARITY:
+        from clinconsensus_tasks.climedbench.similarity import configured_model, cosine_similarities
+
+        cosine = (await asyncio.to_thread(cosine_similarities, [answer], [item["answer"]], configured_model(similarity_model)))[0]
+        value, parsed = score_similarity(answer, cosine)
+    else:
+        value, parsed = score_answer(scenario, item, answer)
+    return {"answer": answer, "value": value, "parsed": parsed, "metric": scenario.metric}
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)  # atomic: an interruption leaves the previous state intact
+
+
+def run_adaptive(
+    model_name: str,
+    bank_path: str,
+    output: str | Path,
+    data_dir: str | None = None,
+    similarity_model: str | None = None,
+    **session_settings: Any,
+) -> dict[str, Any]:
+    """Test ``model_name`` adaptively on the bank; resume from ``output/state.json`` if present.
+
+    Writes ``state.json`` (the session and every answer, after each step) and ``result.json``.
+    """
+    from inspect_ai.model import get_model
+
+    bank = ItemBank.load(bank_path)
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    state_path = output / "state.json"
+    answers: dict[str, Any] = {}
+    if state_path.exists():
+        state = json.loads(state_path.read_text(encoding="utf-8"))
+        if state.get("format") != STATE_FORMAT or state.get("model") != model_name:
+            raise ConfigurationError(f"{state_path}: a run of another model or format; use a new --output folder")
+        saved = dict(state["session"])
+        saved["settings"] = {**saved["settings"], **{k: v for k, v in session_settings.items() if k in ("max_items", "se_threshold")}}
+        session = AdaptiveSession.from_dict(saved, bank)
+        answers = state["answers"]
+        print(f"[cat] resumed {state_path}: {len(session.answered)} item(s) already answered", file=sys.stderr)
+    else:
+        session = AdaptiveSession(bank, **session_settings)
+    items = _items_by_key(bank.scenario_codes(), data_dir)
+    missing = [k for k in bank.item_ids if k not in items]
+    if missing:
+        raise DataValidationError([f"{bank_path}: item {k!r} is not in the data ({data_dir or 'bundled sample'})" for k in missing[:10]])
+    model = get_model(model_name)
+
+    async def loop() -> None:
+        while (key := session.next_item()) is not None:
+            code = key.split(":", 1)[0]
+            scored = await _score(model, code, items[key], similarity_model)
+            correct = dichotomize(scored["metric"], scored["value"], bank.dichotomy_thresholds) == 1.0
+            entry = session.record(key, correct)
+            answers[key] = scored
+            _write_json(state_path, {"format": STATE_FORMAT, "model": model_name, "session": session.to_dict(), "answers": answers})
+            print(f"[cat] step {entry['step']}: {key} {'correct' if correct else 'wrong'}; theta {entry['theta']:.3f}, se {entry['se']}", file=sys.stderr)
+
+    asyncio.run(loop())
+    result = {
+        "model": model_name,
+        "bank": {"path": str(bank_path), "fingerprint": bank.fingerprint(), "items": len(bank)},
+        "theta": session.theta,
+        "se": session.se if math.isfinite(session.se) else None,
+        "items_used": len(session.answered),
+        "stop_reason": session.stop_reason,
+        "predicted_scores": session.predicted_scores(),
+        "predicted_overall": session.predicted_overall(),
+        "items": [k for k, _ in session.answered],
+        "steps": session.step_log,
+    }
+    _write_json(output / "result.json", result)
+    return result
+
+
+# -- synthetic examinees ------------------------------------------------------------------------------
+
+_DEBATE = (
+    "下面是一道临床题目和另一位医生给出的回答。请指出该回答中的错误或不足，并按照题目要求的格式给出你自己的答案。\n\n"
+    "【题目】\n{prompt}\n\n【另一位医生的回答】\n{answer}"
+)
+_REFLECT = (
+    "下面是一道临床题目、你先前的回答，以及另一位医生的质疑。请反思后按照题目要求的格式给出最终答案。\n\n"
+    "【题目】\n{prompt}\n\n【你先前的回答】\n{answer}\n\n【质疑】\n{critique}"
+)
+
+
+def synthesize(
+    generator: str, debater: str, output: str | Path, data_dir: str | None = None,
+    scenarios: Sequence[str] | None = None, limit: int | None = None, similarity_model: str | None = None,
+) -> dict[str, int]:
+    """Run generation -> debate -> reflection on the items; write one record per examinee and item.
+
+    Examinees: ``<generator>/generation``, ``<debater>/debate``, ``<generator>/reflection``.
+    Records are ``{"examinee", "item", "scenario", "metric", "value", "answer"}`` JSONL lines that
+    ``cat calibrate`` reads next to real models' logs.
+    """
+    from inspect_ai.model import GenerateConfig, get_model
+
+    codes = list(scenarios or SCENARIOS)
+    gen, deb = get_model(generator), get_model(debater)
+    config = GenerateConfig(temperature=0.0)
+    work = [(code, item) for code in codes for item in load_scenario(code, data_dir, announce=False).items[: limit or None]]
+
+    def score(code: str, item: dict[str, Any], answer: str) -> float:
+        scenario = SCENARIOS[code]
+        if scenario.kind == SIMILARITY:
+            from clinconsensus_tasks.climedbench.similarity import configured_model, cosine_similarities
+
+            return score_similarity(answer, cosine_similarities([answer], [item["answer"]], configured_model(similarity_model))[0])[0]
+        return score_answer(scenario, item, answer)[0]
+
+    async def one(code: str, item: dict[str, Any]) -> list[dict[str, Any]]:
+        prompt = build_prompt(SCENARIOS[code], item)
+        first = (await gen.generate(prompt, config=config)).completion
+        critique = (await deb.generate(_DEBATE.format(prompt=prompt, answer=first), config=config)).completion
+        final = (await gen.generate(_REFLECT.format(prompt=prompt, answer=first, critique=critique), config=config)).completion
+        out = []
+        for examinee, answer in ((f"{generator}/generation", first), (f"{debater}/debate", critique), (f"{generator}/reflection", final)):
+            out.append({"examinee": examinee, "item": item_key(code, item["id"]), "scenario": code,
+                        "metric": SCENARIOS[code].metric, "value": score(code, item, answer), "answer": answer})
+        return out
+
+    async def everything() -> list[list[dict[str, Any]]]:
+        return await asyncio.gather(*(one(code, item) for code, item in work))
+
+    rows = [r for group in asyncio.run(everything()) for r in group]
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    Path(output).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return {"items": len(work), "records": len(rows), "examinees": 3}

@@ -1,0 +1,1 @@
+"""CliMedBench: data, the Inspect tasks, the lm-eval glue and the similarity model."""

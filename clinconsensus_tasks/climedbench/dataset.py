@@ -1,0 +1,126 @@
+"""Reading and validating CliMedBench scenario files, for both frameworks.
+
+The official data is not public (available from its authors on request), so the project defines
+the file layout: a directory with one JSONL file per scenario, named by its code (``ID1.jsonl``
+... ``CS.jsonl``); see the README for the fields. Without a directory (Inspect ``data_dir``,
+lm-eval ``CLIMEDBENCH_DATA_DIR``) the bundled synthetic sample is used, and the run says so.
+
+Every item is validated before it is sent anywhere; problems are reported together, each naming
+the file, line, id and field.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from clinconsensus_tasks.clinconsensus.dataset import is_duplicate, read_jsonl
+from clinconsensus_tasks.errors import DataSourceError, DataValidationError
+from clinconsensus_tasks.scorers.climedbench.scenarios import CHOICE, KEYWORDS, ORDER, SCENARIOS, SIMILARITY, Scenario
+
+ENV_DATA_DIR = "CLIMEDBENCH_DATA_DIR"
+SAMPLE_NOTE = "synthetic sample bundled with clinconsensus-tasks (not CliMedBench data)"
+
+
+@dataclass(frozen=True)
+class LoadedItems:
+    scenario: Scenario
+    items: list[dict[str, Any]]
+    source: str  # the file read
+    is_sample: bool
+
+
+def sample_dir() -> Path:
+    return Path(str(resources.files("clinconsensus_tasks.data").joinpath("climedbench")))
+
+
+def resolve_data_dir(data_dir: str | None) -> tuple[Path, bool]:
+    """The directory to read and whether it is the bundled sample (``None``/``""``/``"sample"``)."""
+    if not data_dir or data_dir == "sample":
+        return sample_dir(), True
+    path = Path(os.path.expanduser(data_dir))
+    if not path.is_dir():
+        raise DataSourceError(
+            f"CliMedBench data directory not found: {path}. It should hold one JSONL file per scenario "
+            f"({', '.join(s + '.jsonl' for s in SCENARIOS)}); leave it unset to use the bundled synthetic sample."
+        )
+    return path, False
+
+
+def _check(item: Any, scenario: Scenario, where: str, problems: list[str]) -> None:
+    if not isinstance(item, dict):
+        problems.append(f"{where}: record is a {type(item).__name__}, expected a JSON object")
+        return
+    iid = item.get("id")
+    label = f"{where}: id {iid!r}" if isinstance(iid, str) and iid.strip() else f"{where}: id <missing>"
+
+    def bad(field: str, problem: str) -> None:
+        problems.append(f"{label}: field '{field}': {problem}")
+
+    if not isinstance(iid, str) or not iid.strip():
+        bad("id", "missing or not a non-empty string")
+    question = item.get("question")
+    if not isinstance(question, str) or not question.strip():
+        bad("question", "missing or not a non-empty string")
+    for name in ("reference", "specialty"):
+        if name in item and not isinstance(item[name], str):
+            bad(name, "expected a string")
+    options = item.get("options")
+    answer = item.get("answer")
+    if scenario.kind in (KEYWORDS, SIMILARITY):
+        if options is not None:
+            bad("options", f"{scenario.code} items have no options")
+    else:
+        if not isinstance(options, dict) or len(options) < 2:
+            bad("options", "expected an object of at least two letter -> text entries")
+            return
+        letters = list(options)
+        expected = [chr(ord("A") + i) for i in range(len(letters))]
+        if letters != expected:
+            bad("options", f"letters must run {''.join(expected)} in order, got {''.join(letters)}")
+        if not all(isinstance(t, str) and t.strip() for t in options.values()):
+            bad("options", "every option needs non-empty text")
+    if scenario.kind == CHOICE:
+        if not isinstance(answer, str) or answer not in (options or {}):
+            bad("answer", f"{answer!r} is not one of the option letters {''.join(options or {})}")
+    elif scenario.kind == ORDER:
+        if not isinstance(answer, str) or sorted(answer) != sorted(options or {}):
+            bad("answer", f"{answer!r} is not a permutation of the step letters {''.join(options or {})}")
+    elif scenario.kind == KEYWORDS:
+        if not isinstance(answer, list) or not answer or not all(isinstance(k, str) and k.strip() for k in answer):
+            bad("answer", "expected a non-empty list of keyword strings")
+    elif not isinstance(answer, str) or not answer.strip():
+        bad("answer", "expected the reference text (a non-empty string)")
+
+
+def validate_items(records: list[tuple[str, Any]], scenario: Scenario) -> list[dict[str, Any]]:
+    problems: list[str] = []
+    first_seen: dict[str, str] = {}
+    items = []
+    for where, record in records:
+        before = len(problems)
+        _check(record, scenario, where, problems)
+        if not is_duplicate(record, "id", where, first_seen, problems, "id") and len(problems) == before:
+            items.append(record)
+    if problems:
+        raise DataValidationError(problems)
+    return items
+
+
+def load_scenario(code: str, data_dir: str | None = None, announce: bool = True) -> LoadedItems:
+    """Load and validate one scenario's items."""
+    scenario = SCENARIOS[code.upper()]
+    directory, is_sample = resolve_data_dir(data_dir)
+    path = directory / f"{scenario.code}.jsonl"
+    if not path.is_file():
+        raise DataSourceError(f"CliMedBench scenario file missing: {path}")
+    items = validate_items(read_jsonl(path), scenario)
+    if not items:
+        raise DataValidationError([f"{path}: no records"])
+    if is_sample and announce:
+        print(f"[climedbench] {scenario.code}: no data directory given, using the {SAMPLE_NOTE} ({len(items)} items)", file=sys.stderr)
+    return LoadedItems(scenario, items, str(path), is_sample)

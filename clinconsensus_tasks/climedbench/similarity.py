@@ -1,0 +1,147 @@
+"""Sentence-embedding similarity for CliMedBench's wrong-treatment detection (WTD).
+
+The paper scores WTD answers by the cosine similarity between a SimCSE embedding of the answer and
+one of the reference refutation. Here any sentence-transformers model serves, named by a hub id or
+a local folder (Inspect ``-T similarity_model=...``, lm-eval ``CLIMEDBENCH_SIMILARITY_MODEL``); the
+documented default is the public Chinese SimCSE checkpoint below. ``clinconsensus-eval
+train-simcse`` fine-tunes one on your own medical text, as the paper did.
+
+The model is loaded once per process and texts are embedded in batches. Inspect batches the answers
+that arrive together, lm-eval embeds them all at once, and float32 results depend slightly on the
+batch they were computed in (about 1e-8); the model therefore runs in float64 and cosines are
+rounded to 9 decimals, so both frameworks give the same value for the same answer. sentence-
+transformers (and torch) are imported only when a similarity is needed, never when tasks load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any, Sequence
+
+from clinconsensus_tasks.errors import ConfigurationError
+
+DEFAULT_SIMILARITY_MODEL = "cyclone/simcse-chinese-roberta-wwm-ext"
+ENV_SIMILARITY_MODEL = "CLIMEDBENCH_SIMILARITY_MODEL"
+BATCH_SIZE = 64
+DECIMALS = 9
+
+_models: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def configured_model(name: str | None = None) -> str:
+    return name or os.environ.get(ENV_SIMILARITY_MODEL) or DEFAULT_SIMILARITY_MODEL
+
+
+def load_model(name: str) -> Any:
+    """The sentence-transformers model ``name`` (hub id or folder), loaded once per process."""
+    with _lock:
+        if name in _models:
+            return _models[name]
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigurationError(
+                "WTD similarity needs sentence-transformers: pip install 'clinconsensus-tasks[similarity]' "
+                f"(install torch first). ({exc})"
+            ) from exc
+        try:
+            model = SentenceTransformer(name, device="cpu" if not _has_accelerator() else None)
+        except Exception as exc:
+            raise ConfigurationError(
+                f"Could not load the similarity model {name!r} ({type(exc).__name__}: {exc}). Give a "
+                "sentence-transformers model that can be loaded here: a local folder "
+                f"(Inspect -T similarity_model=/path/to/model, lm-eval {ENV_SIMILARITY_MODEL}=/path/to/model), "
+                f"or a hub id when the hub is reachable (the documented default is {DEFAULT_SIMILARITY_MODEL}). "
+                "`clinconsensus-eval train-simcse` can build one from your own medical text."
+            ) from exc
+        model.double()  # see the module docstring: batch-independent results
+        _models[name] = model
+        return model
+
+
+def _has_accelerator() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def cosine_similarities(answers: Sequence[str], references: Sequence[str], model_name: str, batch_size: int = BATCH_SIZE) -> list[float]:
+    """Cosine similarity of each answer with its reference, embedding all texts in batches."""
+    if len(answers) != len(references):
+        raise ValueError("answers and references differ in length")
+    if not answers:
+        return []
+    model = load_model(model_name)
+    embeddings = model.encode(
+        [a or "" for a in answers] + list(references),
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+    n = len(answers)
+    return [round(float(x), DECIMALS) for x in (embeddings[:n] * embeddings[n:]).sum(axis=1)]
+
+
+class EmbeddingBatcher:
+    """Gathers the similarity requests of concurrently scored samples into batches (Inspect).
+
+    Inspect scores samples one at a time but concurrently; each WTD scorer call awaits
+    :meth:`similarity`, and requests arriving within ``window`` seconds are embedded together in a
+    worker thread, so the event loop is not blocked and the model sees real batches.
+    """
+
+    def __init__(self, model_name: str, window: float = 0.05, max_batch: int = BATCH_SIZE):
+        self.model_name = model_name
+        self.window = window
+        self.max_batch = max_batch
+        self._pending: list[tuple[str, str, asyncio.Future]] = []
+        self._scheduled = False  # a flush is waiting out its window and will take what is pending
+        self._encoding: asyncio.Lock | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    async def similarity(self, answer: str, reference: str) -> float:
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._pending.append((answer, reference, future))
+        if len(self._pending) >= self.max_batch:
+            self._spawn(self._flush())
+        elif not self._scheduled:
+            self._scheduled = True
+            self._spawn(self._flush_later())
+        return await future
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)  # keep a reference until done
+        task.add_done_callback(self._tasks.discard)
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(self.window)
+        self._scheduled = False  # requests from now on schedule their own flush
+        await self._flush()
+
+    async def _flush(self) -> None:
+        batch, self._pending = self._pending, []
+        if not batch:
+            return
+        if self._encoding is None:
+            self._encoding = asyncio.Lock()
+        try:
+            async with self._encoding:  # one batch through the model at a time
+                values = await asyncio.to_thread(
+                    cosine_similarities, [b[0] for b in batch], [b[1] for b in batch], self.model_name
+                )
+        except Exception as exc:
+            for _, _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (_, _, future), value in zip(batch, values):
+            if not future.done():
+                future.set_result(value)

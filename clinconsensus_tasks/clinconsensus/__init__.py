@@ -1,0 +1,1 @@
+"""ClinConsensus: data, the Inspect task, the lm-eval glue and log readers."""

@@ -1,0 +1,296 @@
+"""Reading and validating ClinConsensus cases, for both frameworks.
+
+Sources (the same words for Inspect's ``-T data=...`` and lm-eval's ``CLINCONSENSUS_DATA``):
+
+* ``hub`` (the default): the Hugging Face dataset ``skylenage/ClinConsensus``, file
+  ``data/clinconsensus_low.jsonl``, loaded with ``datasets``.
+* ``sample``: the synthetic sample bundled with the package (see ``data/DATA_CARD.md``).
+* a path to a ``.jsonl`` or ``.parquet`` file in the same schema.
+
+Every record is validated before anything is sent to a model, and all problems are reported at
+once, each naming the file, line (row for parquet and the hub), case_id and field. There is no
+silent fallback from one source to another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+from clinconsensus_tasks.errors import DataSourceError, DataValidationError
+from clinconsensus_tasks.scorers.clinconsensus.audience import audience
+from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import case_question
+
+HF_DATASET = "skylenage/ClinConsensus"
+HF_DATA_FILE = "data/clinconsensus_low.jsonl"
+SAMPLE_FILE = "clinconsensus_sample.jsonl"
+ENV_DATA = "CLINCONSENSUS_DATA"
+
+_STRING_FIELDS = ("case_id", "difficulty", "task", "subject", "user_role", "clinical_context", "user_request")
+_LIST_FIELDS = ("task_labels", "subject_labels")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One validated ClinConsensus case."""
+
+    case_id: str
+    difficulty: str
+    task: str
+    task_labels: tuple[str, ...]
+    subject: str
+    subject_labels: tuple[str, ...]
+    user_role: str
+    clinical_context: str
+    user_request: str
+    rubrics: tuple[tuple[str, str], ...]  # (criterion_id, criterion)
+    source: str = field(default="", compare=False)  # "file:line", for messages
+
+    @property
+    def question(self) -> str:
+        return case_question(self.clinical_context, self.user_request)
+
+    @property
+    def audience(self) -> str:
+        return audience(self.user_role)
+
+    def slices(self) -> dict[str, tuple[str, ...]]:
+        """Labels for the metric breakdowns (see ``scorers.cacs.breakdowns``)."""
+        return slices_of(self.metadata())
+
+    def metadata(self) -> dict[str, Any]:
+        """Everything but the question, as JSON-friendly values (Inspect sample metadata)."""
+        return {
+            "case_id": self.case_id,
+            "difficulty": self.difficulty,
+            "task": self.task,
+            "task_labels": list(self.task_labels),
+            "subject": self.subject,
+            "subject_labels": list(self.subject_labels),
+            "user_role": self.user_role,
+            "audience": self.audience,
+            "rubrics": [{"criterion_id": c, "criterion": t} for c, t in self.rubrics],
+        }
+
+    def to_record(self) -> dict[str, Any]:
+        """The case in the dataset's own schema (plus the derived question and audience)."""
+        record = self.metadata()
+        record.update(clinical_context=self.clinical_context, user_request=self.user_request, question=self.question)
+        return record
+
+
+def slices_of(meta: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Breakdown labels of a case from its metadata (a case, an Inspect sample or an lm-eval doc):
+    difficulty, subject labels, task labels (falling back to subject / task) and audience."""
+    return {
+        "difficulty": (str(meta.get("difficulty", "")),),
+        "subject": tuple(meta.get("subject_labels") or [meta.get("subject", "")]),
+        "task": tuple(meta.get("task_labels") or [meta.get("task", "")]),
+        "audience": (str(meta.get("audience", "")),),
+    }
+
+
+@dataclass(frozen=True)
+class LoadedCases:
+    cases: list[Case]
+    source: str  # what was read: a path or the hub file URL
+    sha256: str | None  # of the file read, when there is one
+
+
+def _validate(record: Any, where: str, n_criteria: int, problems: list[str]) -> Case | None:
+    if not isinstance(record, dict):
+        problems.append(f"{where}: record is a {type(record).__name__}, expected a JSON object")
+        return None
+    cid = record.get("case_id")
+    label = f"{where}: case_id {cid!r}" if isinstance(cid, str) and cid.strip() else f"{where}: case_id <missing>"
+    before = len(problems)
+
+    def bad(field_name: str, problem: str) -> None:
+        problems.append(f"{label}: field '{field_name}': {problem}")
+
+    for name in _STRING_FIELDS:
+        if name not in record:
+            bad(name, "missing")
+        elif not isinstance(record[name], str):
+            bad(name, f"expected a string, got {type(record[name]).__name__}")
+    for name in ("case_id", "user_request"):
+        if isinstance(record.get(name), str) and not record[name].strip():
+            bad(name, "empty")
+    for name in _LIST_FIELDS:
+        value = record.get(name)
+        if name not in record:
+            bad(name, "missing")
+        elif not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            bad(name, "expected a list of strings")
+    rubrics = record.get("rubrics")
+    parsed: list[tuple[str, str]] = []
+    if "rubrics" not in record:
+        bad("rubrics", "missing")
+    elif not isinstance(rubrics, list):
+        bad("rubrics", f"expected a list, got {type(rubrics).__name__}")
+    else:
+        if len(rubrics) != n_criteria:
+            bad("rubrics", f"has {len(rubrics)} criteria, expected {n_criteria}")
+        seen: set[str] = set()
+        for i, item in enumerate(rubrics):
+            at = f"rubrics[{i}]"
+            if not isinstance(item, dict):
+                bad(at, "expected an object with criterion_id and criterion")
+                continue
+            crit_id, text = item.get("criterion_id"), item.get("criterion")
+            if not isinstance(crit_id, str) or not crit_id.strip():
+                bad(f"{at}.criterion_id", "missing or not a non-empty string")
+            elif crit_id in seen:
+                bad(f"{at}.criterion_id", f"duplicate id {crit_id!r}")
+            if not isinstance(text, str) or not text.strip():
+                bad(f"{at}.criterion", "missing or not a non-empty string")
+            if isinstance(crit_id, str) and isinstance(text, str):
+                seen.add(crit_id)
+                parsed.append((crit_id, text))
+    if len(problems) > before:
+        return None
+    return Case(
+        case_id=record["case_id"],
+        difficulty=record["difficulty"],
+        task=record["task"],
+        task_labels=tuple(record["task_labels"]),
+        subject=record["subject"],
+        subject_labels=tuple(record["subject_labels"]),
+        user_role=record["user_role"],
+        clinical_context=record["clinical_context"],
+        user_request=record["user_request"],
+        rubrics=tuple(parsed),
+        source=where,
+    )
+
+
+def is_duplicate(record: Any, key: str, where: str, first_seen: dict[str, str], problems: list[str], label: str) -> bool:
+    """Record the first location of ``record[key]``; report (and return True for) a repeat.
+
+    Every record with a usable id counts, valid or not, so all duplicates show in one report.
+    """
+    rid = record.get(key) if isinstance(record, dict) else None
+    if not isinstance(rid, str) or not rid.strip():
+        return False
+    if rid in first_seen:
+        problems.append(f"{where}: {label} {rid!r}: field '{key}': duplicate of {first_seen[rid]}")
+        return True
+    first_seen[rid] = where
+    return False
+
+
+def validate_records(
+    records: Iterable[tuple[str, Any]], n_criteria: int = DEFAULT_N_CRITERIA
+) -> list[Case]:
+    """Validate ``(location, record)`` pairs; raise :class:`DataValidationError` listing every problem."""
+    problems: list[str] = []
+    cases: list[Case] = []
+    first_seen: dict[str, str] = {}
+    for where, record in records:
+        case = _validate(record, where, n_criteria, problems)
+        if not is_duplicate(record, "case_id", where, first_seen, problems, "case_id") and case is not None:
+            cases.append(case)
+    if problems:
+        raise DataValidationError(problems)
+    return cases
+
+
+def read_jsonl(path: Path) -> list[tuple[str, Any]]:
+    """``("file:line", record)`` for each non-blank line; a UTF-8 byte-order mark is allowed.
+
+    Undecodable bytes and invalid JSON are reported with their line, all of them at once.
+    """
+    records: list[tuple[str, Any]] = []
+    problems: list[str] = []
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(f"{path}:{number}: not UTF-8 text (byte {exc.start + 1} of the line)")
+                continue
+            if not line.strip():
+                continue
+            try:
+                records.append((f"{path}:{number}", json.loads(line)))
+            except json.JSONDecodeError as exc:
+                problems.append(f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})")
+    if problems:
+        raise DataValidationError(problems)
+    return records
+
+
+def _dataset_rows(dataset: Any, name: str) -> Iterable[tuple[str, Any]]:
+    for index, row in enumerate(dataset):
+        yield f"{name}:{index + 1}", dict(row)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sample_path() -> Path:
+    """Path of the bundled synthetic sample."""
+    return Path(str(resources.files("clinconsensus_tasks.data").joinpath(SAMPLE_FILE)))
+
+
+def load_from_hub(repo_id: str = HF_DATASET, data_file: str = HF_DATA_FILE, n_criteria: int = DEFAULT_N_CRITERIA) -> LoadedCases:
+    """Load the public release with ``datasets``; ``repo_id`` may also be a local folder laid out
+    like the hub repository (``datasets`` treats both alike)."""
+    import datasets
+
+    local = Path(repo_id).exists()
+    try:
+        dataset = datasets.load_dataset(repo_id, data_files=data_file, split="train")
+    except Exception as exc:
+        if local:
+            raise DataSourceError(f"Could not read {Path(repo_id) / data_file}: {type(exc).__name__}: {exc}") from exc
+        raise DataSourceError(
+            f"Could not load the ClinConsensus data from the Hugging Face hub ({repo_id}, {data_file}): "
+            f"{type(exc).__name__}: {exc}\n"
+            "If this machine cannot reach the hub, use a local copy instead: Inspect "
+            "`-T data=/path/to/clinconsensus_low.jsonl` (or .parquet), lm-eval "
+            f"`{ENV_DATA}=/path/to/clinconsensus_low.jsonl`; or the bundled synthetic sample: "
+            f"`-T data=sample` / `{ENV_DATA}=sample`."
+        ) from exc
+    name = str(Path(repo_id) / data_file) if local else f"hf://datasets/{repo_id}/{data_file}"
+    return _nonempty(LoadedCases(validate_records(_dataset_rows(dataset, name), n_criteria), name, None))
+
+
+def _nonempty(loaded: LoadedCases) -> LoadedCases:
+    if not loaded.cases:
+        raise DataValidationError([f"{loaded.source}: no records"])
+    return loaded
+
+
+def load_cases(data: str | None = None, n_criteria: int = DEFAULT_N_CRITERIA) -> LoadedCases:
+    """Load and validate cases from ``data``: ``None``/``"hub"``, ``"sample"`` or a file path."""
+    choice = (data or "hub").strip()
+    if choice == "hub":
+        return load_from_hub(n_criteria=n_criteria)
+    path = sample_path() if choice == "sample" else Path(os.path.expanduser(choice))
+    if not path.is_file():
+        raise DataSourceError(
+            f"ClinConsensus data file not found: {path}. Give a .jsonl or .parquet file, "
+            "'sample' for the bundled synthetic sample, or 'hub' for the Hugging Face dataset."
+        )
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        records = read_jsonl(path)
+    elif suffix == ".parquet":
+        import datasets
+
+        records = _dataset_rows(datasets.Dataset.from_parquet(str(path)), str(path))
+    else:
+        raise DataSourceError(f"{path}: unsupported file type {suffix!r}; use .jsonl or .parquet")
+    return _nonempty(LoadedCases(validate_records(records, n_criteria), str(path), _sha256(path)))

@@ -1,0 +1,204 @@
+"""An OpenAI-compatible judge client for the lm-eval path and the command line.
+
+Inspect runs use Inspect's own model roles instead (see ``clinconsensus.inspect_task.rubric_scorer``). Here the judge is
+any endpoint that speaks the OpenAI chat-completions API: a hosted API, or a vLLM server running
+``skylenage/ClinConsensus-Judge-8B``. The ``openai`` SDK does the transport work, including retries
+with exponential backoff on 429, 5xx, connection errors and timeouts; this module adds the
+concurrency bound, greedy decoding, the on-disk cache and call accounting.
+
+Settings (environment variables):
+
+* ``CLINCONSENSUS_JUDGE_BASE_URL`` (required), e.g. ``https://api.example.com/v1`` or
+  ``http://localhost:8000/v1``,
+* ``CLINCONSENSUS_JUDGE_MODEL`` (required),
+* ``CLINCONSENSUS_JUDGE_API_KEY`` (default ``EMPTY``, what a local vLLM server accepts),
+* ``CLINCONSENSUS_JUDGE_CONCURRENCY`` (default 32), ``CLINCONSENSUS_JUDGE_MAX_RETRIES`` (default 6),
+  ``CLINCONSENSUS_JUDGE_TIMEOUT`` seconds (default 120), ``CLINCONSENSUS_JUDGE_MAX_TOKENS``
+  (default 512 per criterion; batched mode allows 96 per criterion),
+* ``CLINCONSENSUS_JUDGE_EXTRA_BODY``: a JSON object merged into every request, e.g.
+  ``{"chat_template_kwargs": {"enable_thinking": false}}`` for a Qwen3-based judge on vLLM,
+* ``CLINCONSENSUS_CACHE_DIR`` (see ``judge_cache``); ``CLINCONSENSUS_JUDGE_CACHE=0`` disables it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
+from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS, count_failures, count_met, grade_answer
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    base_url: str
+    model: str
+    api_key: str = "EMPTY"
+    concurrency: int = 32
+    max_retries: int = 6
+    timeout: float = 120.0
+    max_tokens: int = PER_CRITERION_MAX_TOKENS
+    use_cache: bool = True
+    cache_dir: str | None = None
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, prefix: str = "CLINCONSENSUS_JUDGE_", env: Mapping[str, str] | None = None) -> "JudgeSettings":
+        """Read settings from the environment; raise :class:`ConfigurationError` naming what is missing."""
+        env = os.environ if env is None else env
+        missing = [f"{prefix}{name}" for name in ("BASE_URL", "MODEL") if not env.get(f"{prefix}{name}")]
+        if missing:
+            raise ConfigurationError(
+                f"The ClinConsensus judge is not configured: set {' and '.join(missing)} "
+                f"(and {prefix}API_KEY if the endpoint needs one). The judge is any OpenAI-compatible "
+                "endpoint, for example a hosted API or `vllm serve skylenage/ClinConsensus-Judge-8B` "
+                f"with {prefix}BASE_URL=http://localhost:8000/v1."
+            )
+
+        def number(name: str, default: float, kind: type) -> Any:
+            raw = env.get(f"{prefix}{name}")
+            if raw in (None, ""):
+                return default
+            try:
+                value = kind(raw)
+            except ValueError:
+                raise ConfigurationError(f"{prefix}{name}={raw!r} is not a valid {kind.__name__}") from None
+            if value <= 0 and name != "MAX_RETRIES":
+                raise ConfigurationError(f"{prefix}{name} must be positive, got {raw!r}")
+            return value
+
+        raw_extra = env.get(f"{prefix}EXTRA_BODY") or "{}"
+        try:
+            extra_body = json.loads(raw_extra)
+        except ValueError as exc:
+            raise ConfigurationError(f"{prefix}EXTRA_BODY is not valid JSON: {exc}") from None
+        if not isinstance(extra_body, dict):
+            raise ConfigurationError(f"{prefix}EXTRA_BODY must be a JSON object, got {raw_extra!r}")
+
+        return cls(
+            base_url=env[f"{prefix}BASE_URL"],
+            model=env[f"{prefix}MODEL"],
+            api_key=env.get(f"{prefix}API_KEY") or "EMPTY",
+            concurrency=number("CONCURRENCY", 32, int),
+            max_retries=number("MAX_RETRIES", 6, int),
+            timeout=number("TIMEOUT", 120.0, float),
+            max_tokens=number("MAX_TOKENS", PER_CRITERION_MAX_TOKENS, int),
+            use_cache=env.get("CLINCONSENSUS_JUDGE_CACHE", "1") not in ("0", "false", "no"),
+            cache_dir=env.get("CLINCONSENSUS_CACHE_DIR") or None,
+            extra_body=extra_body,
+        )
+
+
+@dataclass
+class CallStats:
+    """What the judge was asked: calls actually sent, cache hits, characters in and out."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    input_chars: int = 0
+    output_chars: int = 0
+
+
+class JudgeClient:
+    """Async judge client. Create it inside the event loop that will use it, then ``aclose()``."""
+
+    def __init__(self, settings: JudgeSettings, cache: JudgeCache | None = None):
+        from openai import AsyncOpenAI
+
+        self.settings = settings
+        self.cache = cache if cache is not None else (JudgeCache(settings.cache_dir) if settings.use_cache else None)
+        self.stats = CallStats()
+        self._semaphore = asyncio.Semaphore(settings.concurrency)
+        self._client = AsyncOpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key,
+            max_retries=settings.max_retries,
+            timeout=settings.timeout,
+        )
+
+    def decoding(self, max_tokens: int) -> dict[str, Any]:
+        return {"temperature": 0.0, "max_tokens": max_tokens, **dict(self.settings.extra_body)}
+
+    async def complete(self, messages: list[dict[str, str]], fresh: bool = False, max_tokens: int | None = None) -> str:
+        """Greedy completion of ``messages``; served from the cache unless ``fresh``."""
+        decoding = self.decoding(max_tokens or self.settings.max_tokens)
+        key = cache_key(self.settings.model, messages, decoding)
+        if self.cache is not None and not fresh:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.stats.cache_hits += 1
+                return hit
+        extra = {k: v for k, v in decoding.items() if k not in ("temperature", "max_tokens")}
+        async with self._semaphore:
+            self.stats.calls += 1
+            self.stats.input_chars += sum(len(m["content"]) for m in messages)
+            try:
+                response = await self._client.chat.completions.create(
+                    model=self.settings.model,
+                    messages=messages,  # type: ignore[arg-type]
+                    temperature=decoding["temperature"],
+                    max_tokens=decoding["max_tokens"],
+                    extra_body=extra or None,
+                )
+            except Exception:
+                self.stats.errors += 1
+                raise
+        text = (response.choices[0].message.content or "") if response.choices else ""
+        self.stats.output_chars += len(text)
+        if self.cache is not None:
+            self.cache.put(key, text)
+        return text
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+async def judge_documents(
+    answers: Sequence[str], docs: Sequence[dict], settings: JudgeSettings, mode: str, max_attempts: int = MAX_ATTEMPTS
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Grade every (answer, doc) pair concurrently with the judge; return per-document records and
+    call stats. A doc holds ``case_id``, ``question`` and ``rubrics`` (``criterion_id``, ``criterion``).
+
+    Used by lm-eval's judge filters and by ``clinconsensus-eval rescore``.
+    """
+    from tqdm.auto import tqdm
+
+    client = JudgeClient(settings)
+    try:
+        progress = tqdm(total=len(docs), desc=f"Judging ({mode}, {settings.model})", file=sys.stderr)
+
+        async def one(answer: str, doc: dict) -> dict[str, Any]:
+            rubrics = [(r["criterion_id"], r["criterion"]) for r in doc["rubrics"]]
+            max_tokens = judge_max_tokens(mode, len(rubrics), settings.max_tokens)
+
+            async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
+                return await client.complete(messages, fresh, max_tokens=max_tokens)
+
+            judgments = await grade_answer(doc["question"], answer, rubrics, complete, mode, max_attempts)
+            progress.update(1)
+            return {
+                "case_id": doc["case_id"],
+                "met": count_met(judgments),
+                "judged": len(judgments),
+                "failures": count_failures(judgments),
+                "empty_answer": not answer.strip(),
+                "judge_model": settings.model,
+                "judge_mode": mode,
+                "judgments": [j.to_dict() for j in judgments],
+            }
+
+        records = await asyncio.gather(*(one(a, d) for a, d in zip(answers, docs)))
+        progress.close()
+    finally:
+        await client.aclose()
+        if client.cache is not None:
+            client.cache.close()
+    stats = vars(client.stats).copy()
+    return list(records), stats

@@ -1,0 +1,270 @@
+"""Judge tools behind ``clinconsensus-eval``: compare judges, check them against human labels,
+re-grade stored answers, and export one judge's verdicts as SFT data for a local judge.
+
+All of them read Inspect logs and lm-eval sample files through :mod:`run_logs`, so they work
+the same on the output of either framework.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from clinconsensus_tasks.errors import DataValidationError
+from clinconsensus_tasks.clinconsensus.logs import CaseRecord, read_case_records
+from clinconsensus_tasks.scorers.agreement import Confusion, verdict_report
+from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult
+from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics, pair_verdicts
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, per_criterion_messages
+
+# -- comparing two sets of verdicts ----------------------------------------------------------------
+
+
+def _verdicts(judgments: Iterable[dict[str, Any]]) -> dict[str, bool | None]:
+    return {str(j["criterion_id"]): j.get("met") for j in judgments}
+
+
+def _pair_records(reference: Sequence[CaseRecord], other: Sequence[CaseRecord], other_local: bool = False) -> list[PairedCase]:
+    """Pair cases (by case id and epoch) and their criteria (by criterion id)."""
+    index = {(r.case_id, r.epoch): r for r in other}
+    pairs = []
+    for ref in reference:
+        match = index.get((ref.case_id, ref.epoch))
+        if match is None:
+            raise DataValidationError([f"{ref.where}: case {ref.case_id!r} (epoch {ref.epoch}) is missing from the other log"])
+        if ref.answer != match.answer:
+            raise DataValidationError([f"{ref.where}: case {ref.case_id!r} has a different answer in the other log: compare logs of the same answers"])
+        theirs = _verdicts(match.local_judgments if other_local else match.judgments)
+        ours = _verdicts(ref.judgments)
+        ids = list(ours)
+        confusion = pair_verdicts([ours[i] for i in ids], [theirs.get(i) for i in ids])
+        other_result = (match.local_result if other_local else match.result) or match.result
+        pairs.append(PairedCase(ref.result, other_result, confusion))
+    return pairs
+
+
+def compare_logs(reference_log: str, other_log: str | None = None, thresholds: Sequence[int] = (7, 10)) -> dict[str, float]:
+    """Agreement of two judges or judge modes on the same answers.
+
+    With one log of a dual-judge run: its reference judge against its local judge. With two logs
+    (for example ``per_criterion`` and ``batched`` grading of the same answers, see ``rescore``):
+    the first against the second.
+    """
+    reference = read_case_records(reference_log)
+    if other_log is None:
+        if not any(r.local_judgments for r in reference):
+            raise DataValidationError([f"{reference_log}: graded by one judge only; give a second log to compare with"])
+        pairs = _pair_records(reference, reference, other_local=True)
+    else:
+        pairs = _pair_records(reference, read_case_records(other_log))
+    return comparison_metrics(pairs, thresholds, prefix="other")
+
+
+# -- agreement with human labels ------------------------------------------------------------------
+
+
+def read_labels(path: str | Path) -> dict[tuple[str, str], bool]:
+    """Reference verdicts: JSONL lines ``{"case_id", "criterion_id", "criteria_met"}``."""
+    from clinconsensus_tasks.clinconsensus.dataset import read_jsonl
+    from clinconsensus_tasks.scorers.clinconsensus.verdicts import coerce_met
+
+    labels: dict[tuple[str, str], bool] = {}
+    problems = []
+    for where, record in read_jsonl(Path(path)):
+        if not isinstance(record, dict):
+            problems.append(f"{where}: expected a JSON object")
+            continue
+        here = []
+        for name in ("case_id", "criterion_id"):
+            if not isinstance(record.get(name), str) or not record[name].strip():
+                here.append(f"{where}: field '{name}': missing or not a non-empty string")
+        met = coerce_met(record.get("criteria_met"))
+        if met is None:
+            here.append(f"{where}: field 'criteria_met': expected true or false, got {record.get('criteria_met')!r}")
+        if not here:
+            key = (record["case_id"], record["criterion_id"])
+            if key in labels:
+                here.append(f"{where}: case {key[0]!r} criterion {key[1]!r}: labelled twice")
+            labels[key] = bool(met)
+        problems += here
+    if problems:
+        raise DataValidationError(problems)
+    return labels
+
+
+def label_agreement(labels_path: str, logs: Sequence[str]) -> dict[str, Any]:
+    """Each judge in each log against the labels: overall and by subject.
+
+    Only labelled criteria with a verdict count; criteria the judge failed on are reported as
+    ``judge_failures`` among the labelled ones.
+    """
+    labels = read_labels(labels_path)
+    report: dict[str, Any] = {}
+    for log in logs:
+        records = read_case_records(log)
+        judges = [("judge", lambda r: r.judgments, records[0].judge if records else "")]
+        if any(r.local_judgments for r in records):
+            judges.append(("local_judge", lambda r: r.local_judgments, records[0].local_judge))
+        for role, get, name in judges:
+            total, by_subject, failures, matched = Confusion(), defaultdict(Confusion), 0, 0
+            for record in records:
+                for j in get(record):
+                    key = (record.case_id, str(j["criterion_id"]))
+                    if key not in labels:
+                        continue
+                    matched += 1
+                    if j.get("met") is None:
+                        failures += 1
+                        continue
+                    pair = Confusion.of([(labels[key], bool(j["met"]))])
+                    total = total + pair
+                    for subject in dict.fromkeys(record.result.slices.get("subject", ())):
+                        by_subject[subject] = by_subject[subject] + pair
+            overall = verdict_report(total)
+            overall["accuracy"] = overall.pop("percent_agreement")
+            entry = {"judge": name, "labelled_criteria": matched, "judge_failures": failures, "overall": overall, "by_subject": {}}
+            for subject in sorted(by_subject):
+                stats = verdict_report(by_subject[subject])
+                stats["accuracy"] = stats.pop("percent_agreement")
+                entry["by_subject"][subject] = stats
+            report[f"{log} [{role}]"] = entry
+    return report
+
+
+# -- SFT export ---------------------------------------------------------------------------------------
+
+
+def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference", dev_share: float = 0.1, seed: int = 0) -> dict[str, Any]:
+    """Turn one judge's verdicts into chat-format SFT records for training a local judge.
+
+    Each record is the exact per-criterion prompt the local judge is run with, plus the verdict
+    JSON as the assistant turn. Failed judgments are skipped (and counted), identical records are
+    kept once, and cases are split into train and dev by a hash of the case id, so no case is in
+    both. Writes ``train.jsonl``, ``dev.jsonl`` and ``manifest.json``.
+    """
+    if judge not in ("reference", "local"):
+        raise ValueError("judge must be 'reference' or 'local'")
+    if not 0 <= dev_share < 1:
+        raise ValueError("dev_share must lie in [0, 1)")
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    seen: set[str] = set()
+    splits: dict[str, list[str]] = {"train": [], "dev": []}
+    cases: dict[str, set[str]] = {"train": set(), "dev": set()}
+    skipped = duplicates = 0
+    judges: set[str] = set()
+    for log in logs:
+        for record in read_case_records(log):
+            judgments = record.local_judgments if judge == "local" else record.judgments
+            judges.add(record.local_judge if judge == "local" else record.judge)
+            case_id = record.case_id
+            bucket = int(hashlib.sha256(f"{seed}:{case_id}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+            split = "dev" if bucket < dev_share else "train"
+            criteria = dict(record.rubrics)
+            for j in judgments:
+                if j.get("met") is None or j.get("attempts") == 0:  # failed, or an empty answer nobody judged
+                    skipped += 1
+                    continue
+                messages = per_criterion_messages(record.question, record.answer, criteria[str(j["criterion_id"])])
+                verdict = json.dumps({"explanation": j.get("explanation", ""), "criteria_met": bool(j["met"])}, ensure_ascii=False)
+                line = json.dumps({"case_id": case_id, "criterion_id": j["criterion_id"],
+                                   "messages": messages + [{"role": "assistant", "content": verdict}]}, ensure_ascii=False)
+                digest = hashlib.sha256(json.dumps(messages + [verdict], ensure_ascii=False).encode()).hexdigest()
+                if digest in seen:
+                    duplicates += 1
+                    continue
+                seen.add(digest)
+                splits[split].append(line)
+                cases[split].add(case_id)
+    files = {}
+    for split, lines in splits.items():
+        path = output / f"{split}.jsonl"
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        files[split] = {"path": str(path), "records": len(lines), "cases": len(cases[split]), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    manifest = {
+        "format": "chat messages (system, user, assistant verdict JSON), the per-criterion judge prompt",
+        "judge": judge,
+        "judge_models": sorted(j for j in judges if j),
+        "sources": [{"path": str(p), "sha256": hashlib.sha256(Path(p).read_bytes()).hexdigest()} for p in logs],
+        "dev_share": dev_share,
+        "seed": seed,
+        "files": files,
+        "skipped_failed_judgments": skipped,
+        "duplicates_dropped": duplicates,
+    }
+    (output / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+# -- re-grading stored answers ----------------------------------------------------------------------
+
+
+async def _regrade(records: Sequence[CaseRecord], settings: Any, mode: str) -> list[dict[str, Any]]:
+    from clinconsensus_tasks.judge.client import judge_documents
+
+    docs = [{"case_id": r.case_id, "question": r.question,
+             "rubrics": [{"criterion_id": c, "criterion": t} for c, t in r.rubrics]} for r in records]
+    out, _ = await judge_documents([r.answer for r in records], docs, settings, mode)
+    return out
+
+
+def rescore(log: str, output: str | Path, settings: Any, mode: str = PER_CRITERION) -> dict[str, float]:
+    """Grade the answers stored in ``log`` again with another judge or judge mode; write a new
+    log of the same kind to ``output`` and return its headline metrics."""
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
+
+    records = read_case_records(log)
+    fresh = asyncio.run(_regrade(records, settings, mode))
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if Path(log).suffix == ".jsonl":
+        _write_lmeval(Path(log), output, fresh)
+    else:
+        _write_inspect(Path(log), output, fresh, settings.model, mode)
+    results = [CaseResult(r["met"], r["judged"], r["failures"], rec.result.slices) for r, rec in zip(fresh, records)]
+    metrics = summarize(results)
+    metrics.pop("cases")
+    return metrics
+
+
+def _write_lmeval(source: Path, output: Path, fresh: list[dict[str, Any]]) -> None:
+    from clinconsensus_tasks.clinconsensus.lmeval_task import process_results
+
+    lines = [line for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+    with output.open("w", encoding="utf-8") as handle:
+        for line, record in zip(lines, fresh):
+            sample = json.loads(line)
+            sample["filtered_resps"] = [json.dumps(record, ensure_ascii=False)]
+            for key, value in process_results(sample["doc"], sample["filtered_resps"]).items():
+                sample[key] = value
+            handle.write(json.dumps(sample, ensure_ascii=False) + "\n")
+
+
+def _write_inspect(source: Path, output: Path, fresh: list[dict[str, Any]], judge: str, mode: str) -> None:
+    from inspect_ai.log import EvalMetric, read_eval_log, write_eval_log
+    from inspect_ai.scorer import SampleScore, Score
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import _epoch_record, clinconsensus_metrics
+
+    log = read_eval_log(str(source))
+    scores = []
+    for sample, record in zip(log.samples or [], fresh):
+        empty = int(record["empty_answer"])
+        old = sample.scores["rubric_scorer"]
+        sample.scores["rubric_scorer"] = Score(
+            value={"met": record["met"], "judged": record["judged"], "failures": record["failures"], "empty": empty,
+                   "epochs": _epoch_record(record["met"], record["judged"], record["failures"], empty)},
+            answer=old.answer,
+            explanation=f"{record['met']}/{record['judged']} criteria met (re-graded by {judge}, {mode})",
+            metadata={"judge_mode": mode, "judge": judge, "judgments": record["judgments"]},
+        )
+        scores.append(SampleScore(score=sample.scores["rubric_scorer"], sample_id=sample.id, sample_metadata=sample.metadata))
+    values = clinconsensus_metrics()(scores)
+    if log.results and log.results.scores:
+        log.results.scores[0].metrics = {k: EvalMetric(name=k, value=float(v)) for k, v in values.items()}
+    log.eval.metadata = {**(log.eval.metadata or {}), "rescored": {"from": str(source), "judge": judge, "judge_mode": mode}}
+    write_eval_log(log, str(output))

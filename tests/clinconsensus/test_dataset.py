@@ -1,0 +1,172 @@
+"""Loading and validating ClinConsensus data from every source, on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from clinconsensus_tasks.clinconsensus.dataset import (
+    HF_DATA_FILE,
+    load_cases,
+    load_from_hub,
+    sample_path,
+)
+from clinconsensus_tasks.errors import DataSourceError, DataValidationError
+from clinconsensus_tasks.scorers.clinconsensus.audience import audience
+
+
+def sample_records():
+    return [json.loads(line) for line in sample_path().read_text(encoding="utf-8").splitlines()]
+
+
+def write_jsonl(path, records):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_bundled_sample_is_complete_and_varied():
+    loaded = load_cases("sample")
+    cases = loaded.cases
+    assert len(cases) >= 10 and len(loaded.sha256) == 64
+    assert all(len(c.rubrics) == 30 for c in cases)
+    assert {c.audience for c in cases} == {"lay", "professional"}
+    assert len({c.subject for c in cases}) >= 8 and len({c.task for c in cases}) >= 6
+    first = cases[0]
+    assert first.question == f"{first.clinical_context}\n\n{first.user_request}"
+    assert first.audience == audience(first.user_role)
+
+
+def test_local_jsonl_and_parquet_give_the_same_cases(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    records = sample_records()
+    jsonl = write_jsonl(tmp_path / "cases.jsonl", records)
+    parquet = tmp_path / "cases.parquet"
+    pq.write_table(pa.Table.from_pylist(records), parquet)
+    from_jsonl, from_parquet = load_cases(str(jsonl)), load_cases(str(parquet))
+    assert from_jsonl.cases == from_parquet.cases == load_cases("sample").cases
+    assert from_parquet.source == str(parquet)
+
+
+def test_every_problem_is_reported_with_file_line_case_and_field(tmp_path):
+    records = sample_records()[:4]
+    records[0] = {k: v for k, v in records[0].items() if k != "subject"}
+    records[1]["user_request"] = "   "
+    records[2]["rubrics"] = records[2]["rubrics"][:29]
+    records[3]["task_labels"] = "诊断"
+    path = write_jsonl(tmp_path / "bad.jsonl", records)
+    with pytest.raises(DataValidationError) as info:
+        load_cases(str(path))
+    assert info.value.problems == [
+        f"{path}:1: case_id 'SYN-0001': field 'subject': missing",
+        f"{path}:2: case_id 'SYN-0002': field 'user_request': empty",
+        f"{path}:3: case_id 'SYN-0003': field 'rubrics': has 29 criteria, expected 30",
+        f"{path}:4: case_id 'SYN-0004': field 'task_labels': expected a list of strings",
+    ]
+
+
+def test_wrong_types_duplicates_and_criteria_problems(tmp_path):
+    records = sample_records()[:3]
+    records[0]["difficulty"] = 1
+    records[1]["rubrics"][4] = {"criterion_id": records[1]["rubrics"][3]["criterion_id"], "criterion": ""}
+    records[2]["case_id"] = records[0]["case_id"]
+    path = write_jsonl(tmp_path / "bad.jsonl", records)
+    with pytest.raises(DataValidationError) as info:
+        load_cases(str(path))
+    rid = records[1]["rubrics"][3]["criterion_id"]
+    assert info.value.problems == [
+        f"{path}:1: case_id 'SYN-0001': field 'difficulty': expected a string, got int",
+        f"{path}:2: case_id 'SYN-0002': field 'rubrics[4].criterion_id': duplicate id '{rid}'",
+        f"{path}:2: case_id 'SYN-0002': field 'rubrics[4].criterion': missing or not a non-empty string",
+        # Record 3 is valid on its own but repeats the id of record 1, itself invalid: reported too.
+        f"{path}:3: case_id 'SYN-0001': field 'case_id': duplicate of {path}:1",
+    ]
+
+
+def test_duplicate_case_ids_name_the_first_occurrence(tmp_path):
+    records = sample_records()[:2]
+    records[1]["case_id"] = records[0]["case_id"]
+    path = write_jsonl(tmp_path / "dup.jsonl", records)
+    with pytest.raises(DataValidationError, match=rf"{path}:2: case_id 'SYN-0001': field 'case_id': duplicate of {path}:1"):
+        load_cases(str(path))
+
+
+def test_invalid_json_and_missing_or_unknown_files(tmp_path):
+    path = tmp_path / "broken.jsonl"
+    path.write_text(json.dumps(sample_records()[0], ensure_ascii=False) + "\n\n{not json\n", encoding="utf-8")
+    with pytest.raises(DataValidationError, match=rf"{path}:3: invalid JSON"):
+        load_cases(str(path))
+    with pytest.raises(DataSourceError, match="not found.*'sample'.*'hub'"):
+        load_cases(str(tmp_path / "absent.jsonl"))
+    (tmp_path / "cases.csv").write_text("x", encoding="utf-8")
+    with pytest.raises(DataSourceError, match="unsupported file type '.csv'"):
+        load_cases(str(tmp_path / "cases.csv"))
+
+
+def _validate_hub(tmp_path, **env):
+    cli = [sys.executable, "-m", "clinconsensus_tasks.cli", "validate", "hub"]
+    # Run outside the checkout, so the installed package is what gets imported.
+    return subprocess.run(cli, env={**os.environ, **env}, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+
+def test_hub_unreachable_names_both_alternatives(tmp_path):
+    # The hub endpoint points at a closed local port: the real failure of an unreachable hub.
+    env = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0", "HF_HOME": str(tmp_path / "hf")}
+    done = _validate_hub(tmp_path, **env)
+    assert done.returncode == 2
+    assert "Could not load the ClinConsensus data from the Hugging Face hub (skylenage/ClinConsensus, data/clinconsensus_low.jsonl)" in done.stderr
+    assert "-T data=/path/to/clinconsensus_low.jsonl" in done.stderr and "`-T data=sample` / `CLINCONSENSUS_DATA=sample`" in done.stderr
+
+
+def test_hub_in_offline_mode_fails_fast_with_the_same_advice(tmp_path):
+    done = _validate_hub(tmp_path, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
+    assert done.returncode == 2
+    assert "OfflineModeIsEnabled" in done.stderr and "`-T data=sample` / `CLINCONSENSUS_DATA=sample`" in done.stderr
+
+
+def test_byte_order_mark_is_accepted_and_bad_bytes_are_located(tmp_path):
+    records = sample_records()[:2]
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8"))
+    assert [c.case_id for c in load_cases(str(bom)).cases] == ["SYN-0001", "SYN-0002"]
+    latin = tmp_path / "latin1.jsonl"
+    latin.write_bytes(json.dumps(records[0], ensure_ascii=False).encode("utf-8") + b"\n" + b'{"case_id": "caf\xe9"}\n')
+    with pytest.raises(DataValidationError, match=rf"{latin}:2: not UTF-8 text \(byte 17 of the line\)"):
+        load_cases(str(latin))
+
+
+def test_an_empty_file_is_an_error_not_a_zero_score(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    with pytest.raises(DataValidationError, match=rf"{empty}: no records"):
+        load_cases(str(empty))
+
+
+def test_hub_loader_reads_a_repository_layout_with_datasets(tmp_path, monkeypatch):
+    # `datasets.load_dataset` treats a local folder laid out like the hub repository the same way
+    # as the hub: this runs the real hub-loading code on files made here.
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    repo = tmp_path / "ClinConsensus"
+    (repo / "data").mkdir(parents=True)
+    shutil.copy(sample_path(), repo / HF_DATA_FILE)
+    loaded = load_from_hub(str(repo))
+    assert loaded.cases == load_cases("sample").cases
+    assert loaded.source == str(repo / HF_DATA_FILE)
+
+
+def test_hub_rows_are_validated_with_row_numbers(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    repo = tmp_path / "ClinConsensus"
+    (repo / "data").mkdir(parents=True)
+    records = sample_records()[:3]
+    records[2]["rubrics"] = records[2]["rubrics"][:10]
+    write_jsonl(repo / HF_DATA_FILE, records)
+    with pytest.raises(DataValidationError) as info:
+        load_from_hub(str(repo))
+    assert info.value.problems == [f"{repo / HF_DATA_FILE}:3: case_id 'SYN-0003': field 'rubrics': has 10 criteria, expected 30"]

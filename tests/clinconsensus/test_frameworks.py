@@ -1,0 +1,278 @@
+"""ClinConsensus end to end in Inspect and lm-eval, over real HTTP, against one deterministic server.
+
+The server (``clinconsensus_tasks.fake_openai_server``) plays the candidate model and the judge, so
+both frameworks score the very same answers with the very same verdicts: their metrics must be
+identical to each other and to the values the server's rules imply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from clinconsensus_tasks.cli import main as cli_main
+from clinconsensus_tasks.errors import ConfigurationError
+
+from frameworks import HEADLINE, expected_metrics, run_inspect, run_lmeval
+
+pytestmark = pytest.mark.slow
+
+
+def test_both_frameworks_report_identical_metrics(fake_server, tmp_path):
+    _, inspect_metrics = run_inspect(tmp_path / "logs")
+    inspect_calls = fake_server.stats()["kinds"]
+    fake_server.reset()
+    _, lmeval_metrics = run_lmeval(fake_server.base_url)
+    lmeval_calls = fake_server.stats()["kinds"]
+
+    expected = expected_metrics()
+    assert {k: inspect_metrics[k] for k in HEADLINE} == expected
+    assert {k: lmeval_metrics[k] for k in HEADLINE} == expected
+    # The audience breakdown is in both results and equal to the last bit.
+    for key in ("cacs@10[audience=lay]", "cacs@7[audience=professional]", "rubric_accuracy[audience=lay]"):
+        assert inspect_metrics[key] == lmeval_metrics[key]
+    # 12 cases, 30 criteria each: one judge call per criterion, one candidate call per case.
+    # One test request to the judge before anything is generated.
+    assert inspect_calls == lmeval_calls == {"probe": 1, "candidate": 12, "per_criterion": 360}
+
+
+def test_flaky_judge_429_500_and_malformed_verdicts(fake_server, tmp_path):
+    log, inspect_metrics = run_inspect(tmp_path / "logs", judge="judge-flaky")
+    statuses = fake_server.stats()["statuses"]
+    assert statuses.get("429", 0) > 0 and statuses.get("500", 0) > 0
+    fake_server.reset()
+    _, lmeval_metrics = run_lmeval(fake_server.base_url, judge="judge-flaky")
+
+    expected = expected_metrics(flaky=True)
+    assert expected["judge_failures"] > 0  # the sample does hit permanently malformed verdicts
+    assert {k: inspect_metrics[k] for k in HEADLINE} == expected
+    assert {k: lmeval_metrics[k] for k in HEADLINE} == expected
+    # Failed judgments are visible per criterion, with the judge's output, and count as not met.
+    failed = [j for s in log.samples for j in s.scores["rubric_scorer"].metadata["judgments"] if j["met"] is None]
+    assert len(failed) == expected["judge_failures"]
+    assert all(j["attempts"] == 3 and "unparseable verdict" in j["error"] for j in failed)
+
+
+def test_batched_mode_one_call_per_case_same_verdicts(fake_server, tmp_path):
+    _, inspect_metrics = run_inspect(tmp_path / "logs", judge_mode="batched")
+    assert fake_server.stats()["kinds"] == {"probe": 1, "candidate": 12, "batched": 12}
+    fake_server.reset()
+    _, lmeval_metrics = run_lmeval(fake_server.base_url, mode="batched")
+    assert fake_server.stats()["kinds"] == {"probe": 1, "candidate": 12, "batched": 12}
+    # The server's verdicts depend only on (answer, criterion), so batched equals per-criterion.
+    assert {k: inspect_metrics[k] for k in HEADLINE} == expected_metrics()
+    assert {k: lmeval_metrics[k] for k in HEADLINE} == expected_metrics()
+
+
+def test_batched_flaky_judge_reasks_missing_criteria(fake_server, tmp_path):
+    _, lmeval_metrics = run_lmeval(fake_server.base_url, judge="judge-flaky", mode="batched")
+    assert {k: lmeval_metrics[k] for k in HEADLINE} == expected_metrics(flaky=True)
+    # Each case: the first call, then re-asks for the missing criteria only (at most 3 calls).
+    assert 12 < fake_server.stats()["kinds"]["batched"] <= 36
+
+
+def test_lmeval_repeated_run_makes_zero_judge_calls(fake_server, tmp_path):
+    _, first = run_lmeval(fake_server.base_url)
+    assert fake_server.stats()["judge_calls"] == 360
+    fake_server.reset()
+    _, second = run_lmeval(fake_server.base_url)
+    assert fake_server.stats()["judge_calls"] == 0
+    assert second == first
+
+
+def test_lmeval_cached_rerun_reasks_a_cached_unparseable_verdict(fake_server, tmp_path):
+    # With a flaky judge, permanently malformed verdicts are in the cache as the last answer seen.
+    # A re-run serves the good verdicts from the cache and re-asks only the failures, fresh.
+    run_lmeval(fake_server.base_url, judge="judge-flaky")
+    failures = int(expected_metrics(flaky=True)["judge_failures"])
+    fake_server.reset()
+    _, again = run_lmeval(fake_server.base_url, judge="judge-flaky")
+    assert fake_server.stats()["judge_calls"] == 2 * failures  # attempts 2 and 3 of each failure
+    assert again["judge_failures"] == failures
+
+
+def test_lmeval_missing_judge_config_fails_before_the_model_runs(fake_server, monkeypatch):
+    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+
+    monkeypatch.delenv("CLINCONSENSUS_JUDGE_BASE_URL")
+    with pytest.raises(ConfigurationError, match="CLINCONSENSUS_JUDGE_BASE_URL and CLINCONSENSUS_JUDGE_MODEL"):
+        simple_evaluate(
+            model="local-chat-completions",
+            model_args={"model": "cand-model", "base_url": f"{fake_server.base_url}/chat/completions"},
+            apply_chat_template=True,
+        )
+    assert fake_server.stats()["kinds"] == {}
+
+
+def test_inspect_without_grader_stops_with_instructions(fake_server, tmp_path):
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    log = inspect_eval(
+        clinconsensus(data="sample"), model="openai-api/cand/cand-model", log_dir=str(tmp_path), display="none"
+    )[0]
+    assert log.status == "error"
+    assert "No judge bound" in log.error.message and "--model-role grader=" in log.error.message
+    # Nothing was generated, and nothing was graded by the model under test.
+    assert fake_server.stats()["kinds"] == {}
+
+
+def test_inspect_self_grading_only_when_asked(fake_server, tmp_path):
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    log = inspect_eval(
+        clinconsensus(data="sample", allow_self_grading=True),
+        model="openai-api/cand/cand-model",
+        log_dir=str(tmp_path),
+        display="none",
+    )[0]
+    assert log.status == "success"
+    assert fake_server.stats()["calls"] == {"cand-model": 373}  # 12 answers, 1 test request, 360 verdicts
+
+
+def test_summarize_recomputes_the_same_metrics_from_either_log(fake_server, tmp_path, capsys):
+    log, inspect_metrics = run_inspect(tmp_path / "logs")
+    fake_server.reset()
+    results, _ = run_lmeval(fake_server.base_url)
+    samples = tmp_path / "samples_clinconsensus.jsonl"
+    with samples.open("w", encoding="utf-8") as handle:
+        for sample in results["samples"]["clinconsensus"]:
+            # What lm-eval's --log_samples writes (EvaluationTracker.save_results_samples).
+            handle.write(json.dumps({**sample, "filtered_resps": [str(r) for r in sample["filtered_resps"]]}, ensure_ascii=False, default=str) + "\n")
+    assert cli_main(["summarize", "--json", "--thresholds", "5,7,10", log.location, str(samples)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    from_inspect, from_lmeval = report[log.location], report[str(samples)]
+    assert from_inspect == from_lmeval
+    assert from_inspect["overall"]["cacs@10"] == inspect_metrics["cacs@10"]
+    assert from_inspect["breakdowns"]["subject"]["心血管内科"]["cacs@10"] == inspect_metrics["cacs@10[subject=心血管内科]"]
+    assert set(from_inspect["breakdowns"]) == {"difficulty", "subject", "task", "audience"}
+    assert "pass@5" in from_inspect["overall"]
+
+
+def test_judge_requests_are_greedy_and_carry_extra_body(fake_server, tmp_path, monkeypatch):
+    # What a Qwen3-based judge on vLLM needs to run with thinking disabled.
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_EXTRA_BODY", '{"chat_template_kwargs": {"enable_thinking": false}}')
+    run_lmeval(fake_server.base_url)
+    stats = fake_server.stats()
+    assert stats["judge_request_keys"]["chat_template_kwargs"] == 360
+    assert stats["judge_temperatures"] == {"0.0": 360}
+    fake_server.reset()
+    # Inspect: the same through the grader role's generate config.
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import GenerateConfig, get_model
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    grader = get_model("openai-api/judge/judge-model", config=GenerateConfig(extra_body={"chat_template_kwargs": {"enable_thinking": False}}), memoize=False)
+    log = inspect_eval(clinconsensus(data="sample"), model="openai-api/cand/cand-model", model_roles={"grader": grader}, log_dir=str(tmp_path), display="none")[0]
+    assert log.status == "success"
+    stats = fake_server.stats()
+    assert stats["judge_request_keys"]["chat_template_kwargs"] == 360
+    assert stats["judge_temperatures"] == {"0.0": 360}
+
+
+def test_bad_judge_settings_are_named(monkeypatch):
+    from clinconsensus_tasks.judge.client import JudgeSettings
+
+    env = {"CLINCONSENSUS_JUDGE_BASE_URL": "http://127.0.0.1:1/v1", "CLINCONSENSUS_JUDGE_MODEL": "j"}
+    assert JudgeSettings.from_env(env=env).concurrency == 32
+    with pytest.raises(ConfigurationError, match="CLINCONSENSUS_JUDGE_CONCURRENCY='many' is not a valid int"):
+        JudgeSettings.from_env(env={**env, "CLINCONSENSUS_JUDGE_CONCURRENCY": "many"})
+    with pytest.raises(ConfigurationError, match="CLINCONSENSUS_JUDGE_EXTRA_BODY must be a JSON object"):
+        JudgeSettings.from_env(env={**env, "CLINCONSENSUS_JUDGE_EXTRA_BODY": "[1]"})
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODE", "fast")
+    from clinconsensus_tasks.clinconsensus.lmeval_task import judge_mode
+
+    with pytest.raises(ConfigurationError, match="CLINCONSENSUS_JUDGE_MODE='fast'; choose one of per_criterion, batched"):
+        judge_mode()
+
+
+def test_epochs_keep_every_epochs_counts(fake_server, tmp_path):
+    # Two epochs of the same deterministic answers: every case observed twice, so the metrics
+    # equal the single-epoch ones and failed judgments are counted twice, not averaged away.
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    log = inspect_eval(
+        clinconsensus(data="sample"), model="openai-api/cand/cand-model",
+        model_roles={"grader": "openai-api/judge/judge-flaky"}, epochs=2, log_dir=str(tmp_path), display="none",
+    )[0]
+    assert log.status == "success"
+    metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
+    expected = expected_metrics(flaky=True)
+    assert {k: metrics[k] for k in HEADLINE if k != "judge_failures"} == {k: expected[k] for k in HEADLINE if k != "judge_failures"}
+    assert metrics["judge_failures"] == 2 * expected["judge_failures"]
+
+
+def test_empty_answers_are_not_sent_to_the_judge(fake_server, tmp_path):
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    log = inspect_eval(
+        clinconsensus(data="sample"), model="openai-api/cand/empty-model",
+        model_roles={"grader": "openai-api/judge/judge-model"}, log_dir=str(tmp_path), display="none",
+    )[0]
+    metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
+    assert metrics["empty_answers"] == 12 and metrics["rubric_accuracy"] == 0 and metrics["judge_failures"] == 0
+    assert fake_server.stats()["kinds"] == {"probe": 1, "candidate": 12}
+    fake_server.reset()
+    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+
+    os.environ["CLINCONSENSUS_JUDGE_MODEL"] = "judge-model"
+    results = simple_evaluate(
+        model="local-chat-completions",
+        model_args={"model": "empty-model", "base_url": f"{fake_server.base_url}/chat/completions"},
+        apply_chat_template=True,
+    )["results"]["clinconsensus"]
+    assert results["empty_answers,judge"] == 12 and results["cacs@7,judge"] == 0
+    assert fake_server.stats()["kinds"] == {"probe": 1, "candidate": 12}
+
+
+def test_a_judge_that_rejects_requests_stops_both_runs_before_generation(fake_server, tmp_path):
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+
+    log = inspect_eval(
+        clinconsensus(data="sample"), model="openai-api/cand/cand-model",
+        model_roles={"grader": "openai-api/judge/unauthorized-judge"}, log_dir=str(tmp_path), display="none",
+    )[0]
+    assert log.status == "error" and "did not answer a test request" in log.error.message
+    os.environ["CLINCONSENSUS_JUDGE_MODEL"] = "unauthorized-judge"
+    with pytest.raises(ConfigurationError, match="did not answer a test request: AuthenticationError"):
+        simple_evaluate(
+            model="local-chat-completions",
+            model_args={"model": "cand-model", "base_url": f"{fake_server.base_url}/chat/completions"},
+            apply_chat_template=True,
+        )
+    assert "candidate" not in fake_server.stats()["kinds"]
+
+
+def test_thresholds_are_a_task_parameter_in_both_frameworks(fake_server, tmp_path):
+    from clinconsensus_tasks.lmeval_tasks import simple_evaluate, task_manager
+
+    _, inspect_metrics = run_inspect(tmp_path / "logs", thresholds="5,7,10")
+    os.environ["CLINCONSENSUS_JUDGE_MODEL"] = "judge-model"
+    results = simple_evaluate(
+        task_manager=task_manager(metadata={"thresholds": [5]}),
+        model="local-chat-completions",
+        model_args={"model": "cand-model", "base_url": f"{fake_server.base_url}/chat/completions"},
+        apply_chat_template=True,
+    )["results"]["clinconsensus"]
+    assert inspect_metrics["pass@5"] == pytest.approx(results["pass@5,judge"], abs=1e-15)
+    assert inspect_metrics["cacs@5"] == pytest.approx(results["cacs@5,judge"], abs=1e-15)
+    assert inspect_metrics["cacs@7"] == results["cacs@7,judge"] == expected_metrics()["cacs@7"]
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    with pytest.raises(ConfigurationError, match="1 <= k <= 30"):
+        clinconsensus(data="sample", thresholds=[0, 7])
+    with pytest.raises(ConfigurationError, match="1 <= k <= 30"):
+        clinconsensus(data="sample", thresholds="")

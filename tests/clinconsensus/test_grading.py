@@ -1,0 +1,88 @@
+"""The judge protocol of the scoring core, driven by a scripted judge.
+
+The scripted ``complete`` stands in for a judge endpoint so that every branch (re-ask after an
+unparseable verdict, cache bypass on re-ask, transport failure, batched re-ask of the missing
+criteria only) is checked exactly. End-to-end tests exercise the same code over real HTTP.
+"""
+
+import asyncio
+import json
+
+from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import count_failures, count_met, grade_answer
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, BATCHED_SYSTEM, PER_CRITERION_SYSTEM, per_criterion_messages
+
+RUBRICS = [("C1", "是否建议完善心电图"), ("C2", "是否提醒胸痛加重时立即就医"), ("C3", "是否说明阿司匹林剂量为100 mg")]
+
+
+class ScriptedJudge:
+    def __init__(self, replies):
+        self.replies = replies  # criterion text -> list of replies (str or Exception), one per attempt
+        self.calls = []
+
+    async def __call__(self, messages, fresh):
+        user = messages[-1]["content"]
+        criterion = user.rsplit("【评分标准】\n", 1)[1]
+        self.calls.append((criterion, fresh))
+        reply = self.replies[criterion].pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
+def verdict(met):
+    return json.dumps({"explanation": "理由", "criteria_met": met}, ensure_ascii=False)
+
+
+def test_prompt_puts_the_criterion_last_after_a_shared_prefix():
+    a = per_criterion_messages("问题", "回答", RUBRICS[0][1])
+    b = per_criterion_messages("问题", "回答", RUBRICS[1][1])
+    assert a[0] == b[0] == {"role": "system", "content": PER_CRITERION_SYSTEM}
+    assert a[1]["content"].endswith(RUBRICS[0][1])
+    assert a[1]["content"][: -len(RUBRICS[0][1])] == b[1]["content"][: -len(RUBRICS[1][1])]
+
+
+def test_per_criterion_reasks_unparseable_then_fails_after_three_attempts():
+    judge = ScriptedJudge({
+        RUBRICS[0][1]: [verdict(True)],
+        RUBRICS[1][1]: ["满足", verdict(False)],
+        RUBRICS[2][1]: ["?", "??", "???"],
+    })
+    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge))
+    assert [(j.criterion_id, j.met, j.attempts) for j in out] == [("C1", True, 1), ("C2", False, 2), ("C3", None, 3)]
+    assert out[2].error == "unparseable verdict: '???'"
+    assert count_met(out) == 1 and count_failures(out) == 1
+    # First attempts may use a cache; every re-ask must bypass it.
+    assert sorted(judge.calls) == sorted([
+        (RUBRICS[0][1], False), (RUBRICS[1][1], False), (RUBRICS[1][1], True),
+        (RUBRICS[2][1], False), (RUBRICS[2][1], True), (RUBRICS[2][1], True),
+    ])
+
+
+def test_transport_error_fails_only_that_criterion():
+    judge = ScriptedJudge({
+        RUBRICS[0][1]: [verdict(True)],
+        RUBRICS[1][1]: [ConnectionError("judge unreachable")],
+        RUBRICS[2][1]: [verdict(True)],
+    })
+    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge))
+    assert [j.met for j in out] == [True, None, True]
+    assert out[1].error == "ConnectionError: judge unreachable" and out[1].attempts == 1
+
+
+def test_batched_reasks_only_missing_criteria():
+    asked = []
+
+    async def judge(messages, fresh):
+        assert messages[0]["content"] == BATCHED_SYSTEM
+        listing = messages[1]["content"].rsplit("【评分标准】\n", 1)[1].splitlines()
+        asked.append(([line.split("]")[0].strip("[") for line in listing], fresh))
+        if len(asked) == 1:  # verdicts for 1 and 3 only, one of them garbled
+            return json.dumps([{"criterion_id": "1", "criteria_met": True}, {"criterion_id": "3", "criteria_met": "x"}])
+        if len(asked) == 2:
+            return "```json\n" + json.dumps([{"criterion_id": "2", "criteria_met": False}]) + "\n```"
+        return "无法判断"
+
+    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge, mode=BATCHED))
+    assert asked == [(["1", "2", "3"], False), (["2", "3"], True), (["3"], True)]
+    assert [(j.criterion_id, j.met, j.attempts) for j in out] == [("C1", True, 1), ("C2", False, 2), ("C3", None, 3)]
+    assert out[2].error.startswith("no usable verdict for these criteria in: '无法判断'")

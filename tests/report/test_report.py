@@ -1,0 +1,323 @@
+"""The HTML/Markdown report, built from real runs against the test server.
+
+Four logs are produced once for the module (two ClinConsensus runs, one of them with two judges,
+and two CliMedBench runs of different examinees). The tests check that every number in the report
+equals the metric the framework logged, that the bootstrap is reproducible, that the page is
+self-contained, and, when Chromium is installed (``.ci/install_report_deps.sh``), that a real
+browser renders every chart and the Chinese labels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clinconsensus_tasks.report.html_report import HEADLINE, add_report_arguments, bootstrap_intervals, build_report, main_report
+from clinconsensus_tasks.clinconsensus.logs import read_case_records
+from clinconsensus_tasks.scorers.climedbench.scenarios import DIMENSIONS
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = "/usr/bin/chromium"
+CLIMEDBENCH_SCENARIOS = ("ID1", "BKT", "SSO", "KE")  # no WTD: it would load an embedding model
+N_CHARTS = 6  # CACS curve, 2 heatmaps, lay/professional bars, radar, parse-failure bars
+
+
+def _metrics(log) -> dict[str, float]:
+    return {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
+
+
+@pytest.fixture(scope="module")
+def runs(server, tmp_path_factory):
+    """Real Inspect runs against the test server: ``{model: (log, metrics)}`` plus the report."""
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.climedbench.inspect_task import climedbench
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    root = tmp_path_factory.mktemp("report")
+    with pytest.MonkeyPatch.context() as mp:
+        for svc in ("CAND", "JUDGE"):
+            mp.setenv(f"{svc}_BASE_URL", server.base_url)
+            mp.setenv(f"{svc}_API_KEY", "test-key")
+        mp.setenv("INSPECT_CACHE_DIR", str(root / "inspect-cache"))
+        mp.setenv("CLINCONSENSUS_CACHE_DIR", str(root / "judge-cache"))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        server.reset()
+        plans = [
+            (clinconsensus(data="sample"), "openai-api/cand/cand-model", {"grader": "openai-api/judge/judge-model"}),
+            (clinconsensus(data="sample"), "openai-api/cand/dual-model",
+             {"grader": "openai-api/judge/judge-model", "local_grader": "openai-api/judge/judge-alt"}),
+            (climedbench(scenarios=",".join(CLIMEDBENCH_SCENARIOS)), "openai-api/cand/examinee-1", None),
+            (climedbench(scenarios=",".join(CLIMEDBENCH_SCENARIOS)), "openai-api/cand/examinee-2", None),
+        ]
+        logs = {}
+        for i, (task, model, roles) in enumerate(plans):
+            log = inspect_eval(task, model=model, model_roles=roles, log_dir=str(root / f"logs{i}"), display="none")[0]
+            assert log.status == "success", log.error
+            logs[model] = (log, _metrics(log))
+    out = root / "out" / "report.html"
+    info = build_report([log.location for log, _ in logs.values()], out, resamples=1000, seed=0)
+    return {"logs": logs, "info": info, "html": out.read_text(encoding="utf-8"),
+            "md": (root / "out" / "report.md").read_text(encoding="utf-8"), "dir": root}
+
+
+def markdown_table(md: str, title: str) -> dict[str, dict[str, str]]:
+    """``{first cell: {column: cell}}`` of the Markdown table under ``### title``."""
+    block = md.split(f"### {title}\n", 1)[1].strip().split("\n\n", 1)[0].splitlines()
+    header = [c.strip() for c in block[0].strip("|").split("|")]
+    rows = {}
+    for line in block[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = dict(zip(header, cells))
+    return rows
+
+
+CELL = re.compile(r"^(-?\d+\.\d{4}) \[(-?\d+\.\d{4}), (-?\d+\.\d{4})\]$")
+
+
+def test_leaderboard_equals_logged_metrics_with_intervals(runs):
+    table = markdown_table(runs["md"], "Leaderboard (bootstrap: resampled cases)")
+    for model in ("openai-api/cand/cand-model", "openai-api/cand/dual-model"):
+        log, metrics = runs["logs"][model]
+        intervals = bootstrap_intervals([r.result for r in read_case_records(log.location)], resamples=1000, seed=0)
+        for name in HEADLINE:
+            point, lo, hi = CELL.match(table[model][f"{name} [95% CI]"]).groups()
+            assert point == f"{metrics[name]:.4f}", (model, name)
+            assert float(lo) <= metrics[name] + 5e-5 and metrics[name] - 5e-5 <= float(hi), (model, name)
+            assert (lo, hi) == (f"{intervals[name][0]:.4f}", f"{intervals[name][1]:.4f}")
+            assert f"<td>{point} [{lo}, {hi}]</td>" in runs["html"]
+        assert table[model]["judge failures"] == str(int(metrics["judge_failures"]))
+        assert table[model]["cases"] == "12"
+    # Not every interval is degenerate: the bootstrap did resample.
+    assert CELL.match(table["openai-api/cand/cand-model"]["cacs@10 [95% CI]"]).group(2) != f"{runs['logs']['openai-api/cand/cand-model'][1]['cacs@10']:.4f}"
+
+
+def test_bootstrap_is_seeded():
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult
+
+    rows = [CaseResult(m, 30) for m in (3, 8, 12, 15, 20, 9, 11, 27, 5, 14)]
+    first, again = bootstrap_intervals(rows, seed=7), bootstrap_intervals(rows, seed=7)
+    assert first == again
+    assert bootstrap_intervals(rows, seed=8) != first
+    for name, (lo, hi) in first.items():
+        assert lo <= hi
+
+
+def test_report_is_reproducible(runs, tmp_path):
+    logs = [log.location for log, _ in runs["logs"].values()]
+    build_report(logs, tmp_path / "report.html", resamples=1000, seed=0)
+    assert (tmp_path / "report.md").read_text(encoding="utf-8") == runs["md"]
+    assert (tmp_path / "report.html").read_text(encoding="utf-8") == runs["html"]
+
+
+def test_breakdowns_and_agreement_equal_logged_metrics(runs):
+    md = runs["md"]
+    for title, dim in (("CACS@10 by subject", "subject"), ("CACS@10 by task label", "task"), ("CACS@10 by audience", "audience")):
+        table = markdown_table(md, title)
+        for model in ("openai-api/cand/cand-model", "openai-api/cand/dual-model"):
+            metrics = runs["logs"][model][1]
+            labels = [k[len(f"cacs@10[{dim}="):-1] for k in metrics if k.startswith(f"cacs@10[{dim}=")]
+            assert labels
+            for label in labels:
+                assert table[model][label] == f"{metrics[f'cacs@10[{dim}={label}]']:.4f}", (model, label)
+    agreement = markdown_table(md, "Judge agreement (dual-judge runs)")
+    assert list(agreement) == ["openai-api/cand/dual-model"]  # the single-judge run has no agreement
+    row, metrics = agreement["openai-api/cand/dual-model"], runs["logs"]["openai-api/cand/dual-model"][1]
+    assert row["percent"] == f"{metrics['agreement/percent']:.4f}"
+    assert row["kappa"] == f"{metrics['agreement/kappa']:.4f}"
+    assert row["macro F1"] == f"{metrics['agreement/macro_f1']:.4f}"
+    assert row["CACS@10 diff"] == f"{metrics['agreement/cacs@10_diff']:.4f}"
+    assert row["local CACS@10"] == f"{metrics['local/cacs@10']:.4f}"
+    assert row["judges (reference vs local)"] == "openai-api/judge/judge-model vs openai-api/judge/judge-alt"
+
+
+def test_climedbench_tables_equal_logged_metrics(runs):
+    md = runs["md"]
+    scores = markdown_table(md, "Per-scenario scores")
+    dims = markdown_table(md, "Dimensions")
+    failures = markdown_table(md, "Parse failures per scenario")
+    for model in ("openai-api/cand/examinee-1", "openai-api/cand/examinee-2"):
+        metrics = runs["logs"][model][1]
+        assert scores[model]["score"] == f"{metrics['score']:.4f}"
+        assert scores[model]["parse failure"] == f"{metrics['parse_failure']:.4f}"
+        for code in CLIMEDBENCH_SCENARIOS:
+            column = next(c for c in scores[model] if c.startswith(f"{code} ("))
+            assert scores[model][column] == f"{metrics[f'{code}/score']:.4f}"
+            assert failures[model][code] == f"{metrics[f'{code}/parse_failure']:.4f}"
+        for dim, zh in DIMENSIONS.items():
+            want = f"{metrics[f'dimension/{dim}']:.4f}" if f"dimension/{dim}" in metrics else "–"
+            assert dims[model][f"{zh} {dim}"] == want
+    # The examinees differ, so the comparison is not vacuous.
+    assert scores["openai-api/cand/examinee-1"]["score"] != scores["openai-api/cand/examinee-2"]["score"]
+
+
+def test_metadata(runs):
+    table = markdown_table(runs["md"], "Runs")
+    dual = table["openai-api/cand/dual-model"]
+    log = runs["logs"]["openai-api/cand/dual-model"][0]
+    assert dual["judges"] == "openai-api/judge/judge-model, openai-api/judge/judge-alt"
+    assert dual["judge mode"] == "per_criterion"
+    assert dual["data sha256"] == log.eval.metadata["data_sha256"]
+    built = markdown_table(runs["md"], "Report built with")
+    assert set(built) == {"clinconsensus-tasks", "inspect-ai", "lm-eval"}
+
+
+def test_html_is_self_contained(runs):
+    page = runs["html"]
+    external = re.findall(r"""(?:\b(?:src|href)\s*=\s*["']?\s*|url\(\s*["']?\s*)(?:https?:)?//""", page, re.IGNORECASE)
+    assert external == []
+    assert "<link" not in page and "@import" not in page and "<script src" not in page
+    assert len(re.findall(r"<svg\b", page)) == N_CHARTS == runs["info"]["charts"]
+    assert "Noto Sans CJK SC" in page
+    assert '<text x="' in page and "心血管内科</text>" in page  # labels are text, not paths
+
+
+def test_cli_arguments(runs, tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    add_report_arguments(parser)
+    logs = [log.location for log, _ in runs["logs"].values()]
+    args = parser.parse_args([*logs, "--output", str(tmp_path / "r.html"), "--resamples", "200", "--seed", "3"])
+    assert main_report(args) == 0
+    assert (tmp_path / "r.html").is_file() and (tmp_path / "report.md").is_file()
+    assert '"charts": 6' in capsys.readouterr().out
+
+
+# -- a real browser --------------------------------------------------------------------------------
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--enable-logging=stderr", "--v=0"]
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _non_white_share(png: Path) -> float:
+    """Share of pixels that are not (near) white: Pillow if installed, else a minimal PNG decoder."""
+    try:
+        from PIL import Image
+    except ImportError:
+        pixels, count = _decode_png(png.read_bytes())
+        return 1 - sum(1 for p in pixels if min(p[:3]) >= 250) / count
+    image = Image.open(png).convert("L")
+    histogram = image.histogram()
+    return 1 - sum(histogram[250:]) / (image.width * image.height)
+
+
+def _decode_png(data: bytes) -> tuple[list[bytes], int]:
+    """Pixels of a non-interlaced 8-bit RGB/RGBA PNG (what Chromium writes)."""
+    import struct
+    import zlib
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = struct.unpack(">IIBBBBB", chunk)
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + length
+    width, height, depth, colour, _, _, interlace = header
+    assert depth == 8 and colour in (2, 6) and interlace == 0, header
+    bpp = 3 if colour == 2 else 4
+    raw, stride, previous, pixels = zlib.decompress(idat), width * bpp, bytearray(width * bpp), []
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = previous[i], previous[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        pixels += [bytes(line[x:x + bpp]) for x in range(0, stride, bpp)]
+        previous = line
+    return pixels, width * height
+
+
+def test_renders_in_headless_chromium(runs, tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not installed: run .ci/install_report_deps.sh")
+    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout if shutil.which("fc-list") else ""
+    if "Noto Sans CJK" not in fonts:
+        pytest.skip("no Noto Sans CJK font: run .ci/install_report_deps.sh")
+    url = Path(runs["info"]["html"]).resolve().as_uri()
+    png = tmp_path / "report.png"
+
+    shot = _chromium(tmp_path, f"--screenshot={png}", "--window-size=1280,2000", url)
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    assert png.is_file() and png.stat().st_size > 10_000
+    assert _non_white_share(png) > 0.01
+
+    dom = _chromium(tmp_path, "--dump-dom", url)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for output in (shot.stderr, dom.stderr):
+        assert "Uncaught" not in output and "CONSOLE" not in output, output[-2000:]
+    title = re.search(r"<title>(rendered:\d+)</title>", dom.stdout)
+    assert title and title.group(1) == f"rendered:{N_CHARTS}"
+    for label in ("心血管内科", "精神心理科", "诊断与鉴别诊断", "临床问答 clinical_qa"):
+        assert re.search(rf"<text[^>]*>{label}", dom.stdout), label
+    shutil.copy(png, runs["dir"] / "out" / "report.png")  # beside the report, for a look
+
+
+# -- lm-eval files ---------------------------------------------------------------------------------
+
+
+def _write_samples(folder: Path, task: str, samples: list[dict]) -> Path:
+    """What lm-eval's ``--log_samples`` writes: ``<output>/<model>/samples_<task>_<timestamp>.jsonl``."""
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"samples_{task}_2026-01-01T00-00-00.000000.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        for sample in samples:
+            record = {**sample, "filtered_resps": [str(r) for r in sample["filtered_resps"]]}
+            handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+    return path
+
+
+def test_report_from_lmeval_sample_files(fake_server, tmp_path, monkeypatch):
+    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODEL", "judge-model")
+    results = simple_evaluate(
+        tasks=["clinconsensus", "climedbench_sso", "climedbench_bkt"],
+        model="local-chat-completions",
+        model_args={"model": "examinee-3", "base_url": f"{fake_server.base_url}/chat/completions", "num_concurrent": 4},
+        apply_chat_template=True,
+        log_samples=True,
+        bootstrap_iters=0,
+    )
+    folder = tmp_path / "lmeval" / "examinee-3"
+    files = [_write_samples(folder, task, results["samples"][task]) for task in ("clinconsensus", "climedbench_sso", "climedbench_bkt")]
+    info = build_report(files, tmp_path / "report.html", resamples=200)
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+
+    assert info["clinconsensus_runs"] == ["examinee-3"]
+    assert info["climedbench_runs"] == ["examinee-3", "examinee-3 #2"]  # one row per samples file
+    row = markdown_table(md, "Leaderboard (bootstrap: resampled cases)")["examinee-3"]
+    for name in HEADLINE:
+        assert row[f"{name} [95% CI]"].split(" ")[0] == f"{results['results']['clinconsensus'][f'{name},judge']:.4f}", name
+    scores = markdown_table(md, "Per-scenario scores")
+    assert scores["examinee-3"]["SSO (kendall_tau)"] == f"{results['results']['climedbench_sso']['score,answer']:.4f}"
+    assert scores["examinee-3 #2"]["BKT (accuracy)"] == f"{results['results']['climedbench_bkt']['score,answer']:.4f}"
+    assert markdown_table(md, "Parse failures per scenario")["examinee-3 #2"]["BKT"] == \
+        f"{results['results']['climedbench_bkt']['parse_failure,answer']:.4f}"
+    for task in ("clinconsensus", "climedbench_sso"):
+        assert f"| examinee-3 | lm-eval | {task} |" in md
