@@ -29,6 +29,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases, slices_of
 from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, CaseResult, breakdowns, flatten_breakdowns, summarize
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics, pair_verdicts
@@ -233,16 +234,21 @@ def rubric_scorer(
     judge_role: str = GRADER_ROLE,
     allow_self_grading: bool = False,
     judge_max_tokens: int | None = None,
+    judge_prompt: str | None = None,
 ) -> Scorer:
     """Grade each answer against its case's rubric with the judge model.
 
     The score value holds the counts the metrics need (``met``, ``judged``, ``failures``,
     ``empty`` and the per-epoch record ``epochs``); the per-criterion verdicts, explanations and
     failures are in the score metadata. The metrics attached here use k = 7 and 10; the task
-    attaches metrics for its own thresholds.
+    attaches metrics for its own thresholds. ``judge_prompt`` is ``official`` (the default, also
+    from ``$CLINCONSENSUS_JUDGE_PROMPT``), ``project`` or a template file; it is resolved here, when
+    the task is built, so a template that cannot be had stops the run before any answer.
     """
     if judge_mode not in JUDGE_MODES:
         raise ConfigurationError(f"judge_mode={judge_mode!r}; choose one of {', '.join(JUDGE_MODES)}")
+    template = load_judge_prompt(judge_prompt, judge_mode)
+    prompt_info = prompt_record(template, judge_mode)
     config = GenerateConfig(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
 
     def completer(model: Model):
@@ -257,15 +263,15 @@ def rubric_scorer(
         local = local_grader()
         rubrics = [(r["criterion_id"], r["criterion"]) for r in state.metadata["rubrics"]]
         answer = state.output.completion if state.output else ""
-        jobs = [grade_answer(state.input_text, answer, rubrics, completer(grader), judge_mode, max_attempts)]
+        jobs = [grade_answer(state.input_text, answer, rubrics, completer(grader), judge_mode, max_attempts, template)]
         if local is not None:
-            jobs.append(grade_answer(state.input_text, answer, rubrics, completer(local), judge_mode, max_attempts))
+            jobs.append(grade_answer(state.input_text, answer, rubrics, completer(local), judge_mode, max_attempts, template))
         judgments, *local_judgments = await asyncio.gather(*jobs)
         met, failures, empty = count_met(judgments), count_failures(judgments), int(not answer.strip())
         note = f"{met}/{len(judgments)} criteria met" + (f", {failures} failed judgment(s)" if failures else "")
         if empty:
             note = "empty answer: no criterion met (not sent to the judge)"
-        metadata = {"judge_mode": judge_mode, "judge": str(grader), "judgments": [j.to_dict() for j in judgments]}
+        metadata = {"judge_mode": judge_mode, "judge": str(grader), **prompt_info, "judgments": [j.to_dict() for j in judgments]}
         local_fields: tuple[int, ...] = ()
         if local_judgments:
             other = local_judgments[0]
@@ -301,6 +307,7 @@ def clinconsensus(
     judge_max_tokens: int | None = None,
     breakdowns: bool = True,
     allow_self_grading: bool = False,
+    judge_prompt: str | None = None,
 ) -> Task:
     """ClinConsensus: open-ended Chinese clinical cases graded against 30 rubric criteria each.
 
@@ -318,16 +325,23 @@ def clinconsensus(
             criterion in batched mode).
         breakdowns: also report rubric accuracy and CACS by difficulty, subject, task and audience.
         allow_self_grading: grade with the model under test when no ``grader`` role is bound.
+        judge_prompt: per-criterion judge prompt: ``official`` (the template the released judge
+            was trained on, downloaded and sha256-checked at first use), ``project`` (the
+            project's own prompt) or the path of a template file with the placeholders
+            ``{user_message}``, ``{response}``, ``{rubric_item}``. Default
+            ``$CLINCONSENSUS_JUDGE_PROMPT``, else ``official``. Batched mode has its own prompt.
     """
     ks = parse_thresholds(thresholds, n_criteria)
     if judge_mode not in JUDGE_MODES:
         raise ConfigurationError(f"judge_mode={judge_mode!r}; choose one of {', '.join(JUDGE_MODES)}")
     loaded = load_cases(data, n_criteria)
+    scorer = rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading, judge_max_tokens, judge_prompt)
+    prompt_info = prompt_record(load_judge_prompt(judge_prompt, judge_mode), judge_mode)
     return Task(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check),
-        scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading, judge_max_tokens),
+        scorer=scorer,
         metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
         epochs=Epochs(1, clinconsensus_epochs()),
-        metadata={"data_source": loaded.source, "data_sha256": loaded.sha256, "judge_mode": judge_mode},
+        metadata={"data_source": loaded.source, "data_sha256": loaded.sha256, "judge_mode": judge_mode, **prompt_info},
     )

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
+from clinconsensus_tasks.judge.official_template import load_judge_prompt
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, cacs_at_k, pass_at_k, rubric_accuracy
 from clinconsensus_tasks.scorers.agreement import Confusion
@@ -107,13 +108,14 @@ def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
     import datasets
 
     settings = JudgeSettings.from_env()
-    judge_mode()
+    template = load_judge_prompt(None, judge_mode())  # $CLINCONSENSUS_JUDGE_PROMPT: fetched and checked now
     n = n_criteria()
     extra = extra_thresholds(thresholds, n)
     loaded = load_cases(os.environ.get(ENV_DATA, "hub"), n)
     if os.environ.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
         check_judge(settings)
-    print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}", file=sys.stderr)
+    print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}; judge prompt: "
+          f"{template.name + ' sha256 ' + template.sha256 if template else 'project'}", file=sys.stderr)
     rows = [{**case.to_record(), "extra_thresholds": extra} for case in loaded.cases]
     return {"test": datasets.Dataset.from_list(rows)}
 
@@ -145,11 +147,13 @@ def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> l
     reference_settings = JudgeSettings.from_env()
     local_settings = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX)
     mode = judge_mode()
+    template = load_judge_prompt(None, mode)
     answers = first_responses(resps)
 
     async def both() -> tuple[Any, Any]:
         return await asyncio.gather(
-            judge_documents(answers, docs, reference_settings, mode), judge_documents(answers, docs, local_settings, mode)
+            judge_documents(answers, docs, reference_settings, mode, template=template),
+            judge_documents(answers, docs, local_settings, mode, template=template),
         )
 
     (records, stats), (local_records, local_stats) = _run(both)
@@ -176,7 +180,8 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
     extra = sum(max(0, len(r) - 1) for r in resps if isinstance(r, (list, tuple)))
     if extra:
         print(f"[clinconsensus] WARNING: {extra} extra response(s) from `repeats` > 1 are not graded; only each document's first is", file=sys.stderr)
-    records, stats = _run(lambda: judge_documents(answers, docs, settings, mode))
+    template = load_judge_prompt(None, mode)
+    records, stats = _run(lambda: judge_documents(answers, docs, settings, mode, template=template))
     failures = sum(r["failures"] for r in records)
     empty = sum(r["empty_answer"] for r in records)
     print(

@@ -31,6 +31,8 @@ from typing import Any, Mapping, Sequence
 
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
+from clinconsensus_tasks.judge.official_template import prompt_record
+from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS, count_failures, count_met, grade_answer
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens
 
@@ -161,16 +163,20 @@ class JudgeClient:
 
 
 async def judge_documents(
-    answers: Sequence[str], docs: Sequence[dict], settings: JudgeSettings, mode: str, max_attempts: int = MAX_ATTEMPTS
+    answers: Sequence[str], docs: Sequence[dict], settings: JudgeSettings, mode: str, max_attempts: int = MAX_ATTEMPTS,
+    template: JudgeTemplate | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Grade every (answer, doc) pair concurrently with the judge; return per-document records and
     call stats. A doc holds ``case_id``, ``question`` and ``rubrics`` (``criterion_id``, ``criterion``).
+    ``template`` is the per-criterion judge template (``None``: the project's prompt); each record
+    names the prompt used and its sha256.
 
     Used by lm-eval's judge filters and by ``clinconsensus-eval rescore``.
     """
     from tqdm.auto import tqdm
 
     client = JudgeClient(settings)
+    prompt_info = prompt_record(template, mode)
     try:
         progress = tqdm(total=len(docs), desc=f"Judging ({mode}, {settings.model})", file=sys.stderr)
 
@@ -181,7 +187,7 @@ async def judge_documents(
             async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
                 return await client.complete(messages, fresh, max_tokens=max_tokens)
 
-            judgments = await grade_answer(doc["question"], answer, rubrics, complete, mode, max_attempts)
+            judgments = await grade_answer(doc["question"], answer, rubrics, complete, mode, max_attempts, template)
             progress.update(1)
             return {
                 "case_id": doc["case_id"],
@@ -191,6 +197,7 @@ async def judge_documents(
                 "empty_answer": not answer.strip(),
                 "judge_model": settings.model,
                 "judge_mode": mode,
+                **prompt_info,
                 "judgments": [j.to_dict() for j in judgments],
             }
 

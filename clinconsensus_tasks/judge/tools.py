@@ -203,22 +203,25 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
 # -- re-grading stored answers ----------------------------------------------------------------------
 
 
-async def _regrade(records: Sequence[CaseRecord], settings: Any, mode: str) -> list[dict[str, Any]]:
+async def _regrade(records: Sequence[CaseRecord], settings: Any, mode: str, template: Any = None) -> list[dict[str, Any]]:
     from clinconsensus_tasks.judge.client import judge_documents
 
     docs = [{"case_id": r.case_id, "question": r.question,
              "rubrics": [{"criterion_id": c, "criterion": t} for c, t in r.rubrics]} for r in records]
-    out, _ = await judge_documents([r.answer for r in records], docs, settings, mode)
+    out, _ = await judge_documents([r.answer for r in records], docs, settings, mode, template=template)
     return out
 
 
 def rescore(log: str, output: str | Path, settings: Any, mode: str = PER_CRITERION) -> dict[str, float]:
     """Grade the answers stored in ``log`` again with another judge or judge mode; write a new
-    log of the same kind to ``output`` and return its headline metrics."""
+    log of the same kind to ``output`` and return its headline metrics. The per-criterion judge
+    prompt is ``$CLINCONSENSUS_JUDGE_PROMPT`` (default ``official``), as in an lm-eval run."""
+    from clinconsensus_tasks.judge.official_template import load_judge_prompt
     from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 
+    template = load_judge_prompt(None, mode)
     records = read_case_records(log)
-    fresh = asyncio.run(_regrade(records, settings, mode))
+    fresh = asyncio.run(_regrade(records, settings, mode, template))
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     if Path(log).suffix == ".jsonl":
@@ -260,11 +263,13 @@ def _write_inspect(source: Path, output: Path, fresh: list[dict[str, Any]], judg
                    "epochs": _epoch_record(record["met"], record["judged"], record["failures"], empty)},
             answer=old.answer,
             explanation=f"{record['met']}/{record['judged']} criteria met (re-graded by {judge}, {mode})",
-            metadata={"judge_mode": mode, "judge": judge, "judgments": record["judgments"]},
+            metadata={"judge_mode": mode, "judge": judge, **{k: v for k, v in record.items() if k.startswith("judge_prompt")},
+                      "judgments": record["judgments"]},
         )
         scores.append(SampleScore(score=sample.scores["rubric_scorer"], sample_id=sample.id, sample_metadata=sample.metadata))
     values = clinconsensus_metrics()(scores)
     if log.results and log.results.scores:
         log.results.scores[0].metrics = {k: EvalMetric(name=k, value=float(v)) for k, v in values.items()}
-    log.eval.metadata = {**(log.eval.metadata or {}), "rescored": {"from": str(source), "judge": judge, "judge_mode": mode}}
+    prompt = {k: v for k, v in (fresh[0] if fresh else {}).items() if k.startswith("judge_prompt")}
+    log.eval.metadata = {**(log.eval.metadata or {}), "rescored": {"from": str(source), "judge": judge, "judge_mode": mode, **prompt}}
     write_eval_log(log, str(output))

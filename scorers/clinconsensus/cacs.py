@@ -98,9 +98,10 @@ def breakdowns(
     thresholds: Sequence[int] = DEFAULT_THRESHOLDS,
     n_criteria: int = DEFAULT_N_CRITERIA,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """Rubric accuracy, CACS@k and case count per label of each breakdown dimension.
+    """Rubric accuracy, Pass@k, CACS@k and case count per label of each breakdown dimension.
 
-    Returns ``{dimension: {label: {"cases": n, "rubric_accuracy": x, "cacs@k": y, ...}}}``. A case
+    Returns ``{dimension: {label: {"cases": n, "rubric_accuracy": x, "pass@k": p, "cacs@k": y, ...}}}``
+    (the official summary reports Pass@k beside CACS@k for every slice). A case
     with several labels in a dimension (subject and task labels are lists) counts in each of them,
     as in the official script's subject slices.
     """
@@ -118,6 +119,8 @@ def breakdowns(
             rows = groups[dim][label]
             met = [r.met for r in rows]
             stats = {"cases": float(len(rows)), "rubric_accuracy": rubric_accuracy(rows)}
+            for k in thresholds:
+                stats[f"pass@{k}"] = pass_at_k(met, k)
             for k in thresholds:
                 stats[f"cacs@{k}"] = cacs_at_k(met, k, n_criteria)
             out[dim][label] = stats
