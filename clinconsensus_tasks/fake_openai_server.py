@@ -20,6 +20,10 @@ under test is the same client code that talks to a user's endpoint:
   one of the shapes real models use, chosen by :func:`climedbench_answer`: a letter after a marker,
   a bare or full-width letter, an ordering with arrows, a keyword list, a free-text comment, or
   now and then nothing usable;
+* a candidate model name containing ``thinker`` answers like a reasoning model served without a
+  reasoning parser: ``<think>...</think>`` then the same answer as any other candidate; one
+  containing ``truncated`` is cut off while thinking (an unclosed ``<think>``, finish reason
+  ``length``);
 * a candidate model name containing ``empty`` answers with empty content; a judge model name
   containing ``unauthorized`` gets HTTP 401 for every request (a wrong API key);
 * judge model names containing ``flaky`` get injected faults, chosen by :func:`fault_for`
@@ -51,6 +55,7 @@ from clinconsensus_tasks.scorers.climedbench.scenarios import ROLE as _CLIMEDBEN
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import PLACEHOLDERS, parse_template
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED_SYSTEM, PER_CRITERION_SYSTEM, PROBE_SYSTEM
 
+THINKING_PREFIX = "<think>用户描述的是临床问题，我需要先梳理病史（这段思考用户看不到）。"
 _ANSWER_MARK = "【待评估的回答】\n"
 _CRITERION_MARK = "\n\n【评分标准】\n"
 _BATCH_LINE = re.compile(r"^\[([^\]]+)\] (.*)$")
@@ -285,6 +290,10 @@ class _Handler(BaseHTTPRequestHandler):
             kind, status, content = "batched", *self._batched(model, user, attempt)
         elif "empty" in model:
             kind, status, content = "candidate", 200, ""
+        elif "truncated" in model:
+            kind, status, content = "candidate", 200, THINKING_PREFIX + "先考虑鉴别诊断，再"
+        elif "thinker" in model:
+            kind, status, content = "candidate", 200, f"{THINKING_PREFIX}</think>\n\n{candidate_answer(user, state.answer_chars)}"
         elif user.startswith(_CLIMEDBENCH_ROLE):
             kind, status, content = "candidate", 200, climedbench_answer(user, model)
         else:
@@ -312,7 +321,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "created": 0,
                 "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                             "finish_reason": "length" if "truncated" in model and kind == "candidate" else "stop"}],
                 "usage": {"prompt_tokens": len(raw) // 3, "completion_tokens": len(content) // 2, "total_tokens": len(raw) // 3 + len(content) // 2},
             },
         )

@@ -18,8 +18,10 @@ from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageSystem,
     ChatMessageUser,
+    ContentReasoning,
     GenerateConfig,
     Model,
+    ModelOutput,
     get_model,
     model_roles,
 )
@@ -30,6 +32,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases, slices_of
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
+from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, CaseResult, breakdowns, flatten_breakdowns, summarize
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics, pair_verdicts
@@ -113,6 +116,7 @@ def clinconsensus_epochs() -> ScoreReducer:
                 "judged": sum(v["judged"] for v in values),
                 "failures": sum(v["failures"] for v in values),
                 "empty": sum(v["empty"] for v in values),
+                "truncated": sum(v.get("truncated", 0) for v in values),
                 "epochs": ";".join(v["epochs"] for v in values),
             },
             answer=first.answer,
@@ -138,6 +142,7 @@ def clinconsensus_metrics(
         out = summarize(results, thresholds, n_criteria)
         out.pop("cases")
         out["empty_answers"] = float(sum(_empty_count(s.score.value) for s in scores))
+        out["truncated_answers"] = float(sum(int(s.score.value.get("truncated", 0)) for s in scores))  # type: ignore[union-attr]
         if with_breakdowns:
             out.update(flatten_breakdowns(breakdowns(results, thresholds, n_criteria)))
         paired = [p for s in scores for p in _paired_cases(s.score.value, s.sample_metadata or {})]  # type: ignore[arg-type]
@@ -225,6 +230,19 @@ async def _probe(judges: list[Model]) -> None:
             raise ConfigurationError(f"The judge ({judge}) did not answer a test request: {type(exc).__name__}: {exc}") from exc
 
 
+def _answer_with_reasoning(output: ModelOutput | None, keep_thinking: bool) -> tuple[str, bool]:
+    """The answer text and whether the model reasoned. Inspect keeps a model's reasoning apart
+    from its text (``completion`` is the reply alone); with ``keep_thinking`` the reasoning is put
+    back in front, in ``<think>`` tags, as a model without a reasoning parser writes it."""
+    if output is None:
+        return "", False
+    content = output.message.content if output.choices else ""
+    reasoning = [c.reasoning for c in content if isinstance(c, ContentReasoning)] if not isinstance(content, str) else []
+    if keep_thinking and reasoning:
+        return "".join(f"<think>{r}</think>\n\n" for r in reasoning) + output.completion, True
+    return output.completion, bool(reasoning)
+
+
 @scorer(metrics=[clinconsensus_metrics()])
 def rubric_scorer(
     judge_mode: str = PER_CRITERION,
@@ -235,6 +253,7 @@ def rubric_scorer(
     allow_self_grading: bool = False,
     judge_max_tokens: int | None = None,
     judge_prompt: str | None = None,
+    judge_sees_thinking: bool = False,
 ) -> Scorer:
     """Grade each answer against its case's rubric with the judge model.
 
@@ -262,7 +281,11 @@ def rubric_scorer(
         grader = resolve_grader(judge_role, allow_self_grading)
         local = local_grader()
         rubrics = [(r["criterion_id"], r["criterion"]) for r in state.metadata["rubrics"]]
-        answer = state.output.completion if state.output else ""
+        # The answer as the user saw it: a reasoning model's inline thinking is not graded.
+        raw, reasoned = _answer_with_reasoning(state.output, judge_sees_thinking)
+        seen = visible_answer(raw, judge_sees_thinking)
+        answer = seen.text
+        truncated = int(seen.cut_in_thinking or (state.output is not None and state.output.stop_reason == "max_tokens"))
         jobs = [grade_answer(state.input_text, answer, rubrics, completer(grader), judge_mode, max_attempts, template)]
         if local is not None:
             jobs.append(grade_answer(state.input_text, answer, rubrics, completer(local), judge_mode, max_attempts, template))
@@ -271,7 +294,8 @@ def rubric_scorer(
         note = f"{met}/{len(judgments)} criteria met" + (f", {failures} failed judgment(s)" if failures else "")
         if empty:
             note = "empty answer: no criterion met (not sent to the judge)"
-        metadata = {"judge_mode": judge_mode, "judge": str(grader), **prompt_info, "judgments": [j.to_dict() for j in judgments]}
+        metadata = {"judge_mode": judge_mode, "judge": str(grader), **prompt_info, "truncated": bool(truncated),
+                    "thinking_removed": seen.thinking_removed or (reasoned and not judge_sees_thinking), "judgments": [j.to_dict() for j in judgments]}
         local_fields: tuple[int, ...] = ()
         if local_judgments:
             other = local_judgments[0]
@@ -285,6 +309,7 @@ def rubric_scorer(
                 "judged": len(judgments),
                 "failures": failures,
                 "empty": empty,
+                "truncated": truncated,
                 "epochs": _epoch_record(met, len(judgments), failures, empty, local_fields),
             },
             answer=answer,
@@ -308,6 +333,8 @@ def clinconsensus(
     breakdowns: bool = True,
     allow_self_grading: bool = False,
     judge_prompt: str | None = None,
+    answer_max_tokens: int = ANSWER_MAX_TOKENS,
+    judge_sees_thinking: bool = False,
 ) -> Task:
     """ClinConsensus: open-ended Chinese clinical cases graded against 30 rubric criteria each.
 
@@ -330,12 +357,18 @@ def clinconsensus(
             project's own prompt) or the path of a template file with the placeholders
             ``{user_message}``, ``{response}``, ``{rubric_item}``. Default
             ``$CLINCONSENSUS_JUDGE_PROMPT``, else ``official``. Batched mode has its own prompt.
+        answer_max_tokens: generation limit for the model under test (default 8192, as lm-eval's
+            ``max_gen_toks``); answers stopped by it are counted as ``truncated_answers``.
+            Inspect's ``--max-tokens`` overrides it.
+        judge_sees_thinking: send a reasoning model's ``<think>`` text to the judge too (default:
+            the judge grades the reply as the user saw it).
     """
     ks = parse_thresholds(thresholds, n_criteria)
     if judge_mode not in JUDGE_MODES:
         raise ConfigurationError(f"judge_mode={judge_mode!r}; choose one of {', '.join(JUDGE_MODES)}")
     loaded = load_cases(data, n_criteria)
-    scorer = rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading, judge_max_tokens, judge_prompt)
+    scorer = rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading,
+                           judge_max_tokens, judge_prompt, judge_sees_thinking)
     prompt_info = prompt_record(load_judge_prompt(judge_prompt, judge_mode), judge_mode)
     return Task(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),
@@ -343,5 +376,6 @@ def clinconsensus(
         scorer=scorer,
         metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
         epochs=Epochs(1, clinconsensus_epochs()),
+        config=GenerateConfig(max_tokens=answer_max_tokens),
         metadata={"data_source": loaded.source, "data_sha256": loaded.sha256, "judge_mode": judge_mode, **prompt_info},
     )

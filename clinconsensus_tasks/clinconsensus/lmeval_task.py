@@ -27,6 +27,7 @@ from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
 from clinconsensus_tasks.judge.official_template import load_judge_prompt
+from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, cacs_at_k, pass_at_k, rubric_accuracy
 from clinconsensus_tasks.scorers.agreement import Confusion
@@ -36,6 +37,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES,
 ENV_JUDGE_MODE = "CLINCONSENSUS_JUDGE_MODE"
 ENV_N_CRITERIA = "CLINCONSENSUS_N_CRITERIA"
 ENV_JUDGE_CHECK = "CLINCONSENSUS_JUDGE_CHECK"
+ENV_SEES_THINKING = "CLINCONSENSUS_JUDGE_SEES_THINKING"
 
 
 def judge_mode() -> str:
@@ -138,6 +140,19 @@ def first_responses(resps: Sequence[Any]) -> list[str]:
     return [(r[0] if isinstance(r, (list, tuple)) and r else r) or "" for r in resps]
 
 
+def seen_answers(resps: Sequence[Any]) -> list[VisibleAnswer]:
+    """Each document's first response as the user saw it: a reasoning model's ``<think>`` text
+    removed unless ``CLINCONSENSUS_JUDGE_SEES_THINKING=1``. lm-eval's API backends drop the
+    finish reason, so an answer counts as truncated here when its thinking never closed."""
+    keep = os.environ.get(ENV_SEES_THINKING, "0").strip().lower() not in ("", "0", "false", "no")
+    return [visible_answer(a, keep) for a in first_responses(resps)]
+
+
+def _note_answer(record: dict[str, Any], seen: VisibleAnswer) -> dict[str, Any]:
+    record.update(truncated=seen.cut_in_thinking, thinking_removed=seen.thinking_removed)
+    return record
+
+
 def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[str]:
     """``custom`` filter of ``clinconsensus_dual``: grade every answer with both judges at once.
 
@@ -148,7 +163,8 @@ def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> l
     local_settings = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX)
     mode = judge_mode()
     template = load_judge_prompt(None, mode)
-    answers = first_responses(resps)
+    seen = seen_answers(resps)
+    answers = [v.text for v in seen]
 
     async def both() -> tuple[Any, Any]:
         return await asyncio.gather(
@@ -158,7 +174,8 @@ def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> l
 
     (records, stats), (local_records, local_stats) = _run(both)
     out = []
-    for record, local in zip(records, local_records):
+    for record, local, answer in zip(records, local_records, seen):
+        _note_answer(record, answer)
         matrix = pair_verdicts([j["met"] for j in record["judgments"]], [j["met"] for j in local["judgments"]])
         record["local"] = {k: local[k] for k in ("met", "failures", "judge_model", "judgments")}
         record["confusion"] = [matrix.tp, matrix.tn, matrix.fp, matrix.fn]
@@ -176,7 +193,8 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
     """
     settings = JudgeSettings.from_env()
     mode = judge_mode()
-    answers = first_responses(resps)
+    seen = seen_answers(resps)
+    answers = [v.text for v in seen]
     extra = sum(max(0, len(r) - 1) for r in resps if isinstance(r, (list, tuple)))
     if extra:
         print(f"[clinconsensus] WARNING: {extra} extra response(s) from `repeats` > 1 are not graded; only each document's first is", file=sys.stderr)
@@ -189,7 +207,7 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
         f"{failures} failed judgment(s), {empty} empty answer(s) not sent to the judge",
         file=sys.stderr,
     )
-    return [json.dumps(r, ensure_ascii=False) for r in records]
+    return [json.dumps(_note_answer(r, v), ensure_ascii=False) for r, v in zip(records, seen)]
 
 
 # -- 4. per-case results and aggregations ------------------------------------------------------------
@@ -212,6 +230,7 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
         value += [record["local"]["met"], record["local"]["failures"], *record["confusion"]]
         names = DECLARED_METRICS + DUAL_METRICS
     out: dict[str, Any] = {name: value for name in names}
+    out["truncated_answers"] = int(bool(record.get("truncated")))
     n = n_criteria()
     for k in doc.get("extra_thresholds") or []:
         out[f"pass@{k}"] = pass_at_k([record["met"]], k)
@@ -262,6 +281,10 @@ def aggregate_judge_failures(items: Sequence[Sequence[Any]]) -> float:
 
 def aggregate_empty_answers(items: Sequence[Sequence[Any]]) -> float:
     return float(sum(int(item[4]) for item in items))
+
+
+def aggregate_truncated_answers(items: Sequence[int]) -> float:
+    return float(sum(items))
 
 
 def _make_aggregation(name: str) -> Callable[[Sequence[Sequence[Any]]], float] | None:
