@@ -91,10 +91,11 @@ def export_official(
             raise DataValidationError([f"{path} and {planned[target]} would both be written to {target}: "
                                        "export them to different folders"])
         planned[target] = path
+    exports = {target: official_entries(path, epoch, order) for target, path in planned.items()}  # all checked first
     output.mkdir(parents=True, exist_ok=True)
     written = []
-    for target, path in planned.items():
-        entries = official_entries(path, epoch, order)
+    for target, entries in exports.items():
+        path = planned[target]
         target.write_text(json.dumps(entries, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         failed = sum(1 for e in entries for c in e["criteria_results"] if c["criteria_met"] is None)
         written.append({"run": str(path), "file": str(target), "cases": len(entries), "failed_judgments": failed})
