@@ -74,7 +74,7 @@ def _summarize(args: argparse.Namespace) -> int:
         print("   " + "  ".join(f"{_pct(overall[n]):>15}" for n in names))
         for dim, labels in result["breakdowns"].items():
             print(f"-- by {dim}")
-            cols = ["rubric_accuracy"] + [f"cacs@{k}" for k in args.thresholds]
+            cols = ["rubric_accuracy"] + [f"pass@{k}" for k in args.thresholds] + [f"cacs@{k}" for k in args.thresholds]
             print(f"   {_pad('label', 24)}{'cases':>6}" + "".join(f"{c:>17}" for c in cols))
             for label, stats in labels.items():
                 print(f"   {_pad(label, 24)}{int(stats['cases']):>6}" + "".join(f"{_pct(stats[c]):>17}" for c in cols))
