@@ -147,7 +147,7 @@ def run_inspect(server: Server, data: str, mode: str, cache_dir: str, bare: bool
     for svc in ("CAND", "JUDGE"):
         os.environ[f"{svc}_BASE_URL"] = server.base_url
         os.environ[f"{svc}_API_KEY"] = "bench"
-    task = inspect_bare_task(data, mode) if bare else clinconsensus(data=data, judge_mode=mode)
+    task = inspect_bare_task(data, mode) if bare else clinconsensus(data=data, judge_mode=mode, judge_prompt="project")
     grader = get_model("openai-api/judge/judge-model", config=GenerateConfig(max_connections=concurrency), memoize=False)
     cpu, wall = time.process_time(), time.perf_counter()
     log = inspect_eval(
@@ -178,6 +178,7 @@ def run_lmeval(server: Server, data: str, mode: str, cache_dir: str, concurrency
         CLINCONSENSUS_JUDGE_BASE_URL=server.base_url,
         CLINCONSENSUS_JUDGE_MODEL="judge-model",
         CLINCONSENSUS_JUDGE_MODE=mode,
+        CLINCONSENSUS_JUDGE_PROMPT="project",  # the figures are for the project's prompt (the stand-in server's)
         CLINCONSENSUS_JUDGE_CONCURRENCY=str(concurrency),
         CLINCONSENSUS_CACHE_DIR=cache_dir,
     )

@@ -2,7 +2,9 @@
 
 * ``summarize LOG...``: headline metrics and breakdowns (difficulty, subject, task label,
   audience) recomputed from an Inspect log or an lm-eval sample file, with any thresholds.
-* ``validate [DATA]``: validate a ClinConsensus data file (or ``sample``/``hub``) and print counts.
+* ``validate [DATA]``: validate a ClinConsensus data file (or ``sample``/``hub``) and print counts;
+  ``validate --release FILE`` applies the public release's own checks.
+* ``export-official LOG...``: verdicts as ``<model>_judge.json`` files for the official scorer.
 * ``include-path``: the folder of the lm-eval YAMLs, for ``lm_eval --include_path``.
 * ``train-simcse``: unsupervised SimCSE fine-tuning of a sentence-transformers model on a text
   corpus, to build CliMedBench's WTD similarity model.
@@ -75,7 +77,7 @@ def _summarize(args: argparse.Namespace) -> int:
         print("   " + "  ".join(f"{_pct(overall[n]):>15}" for n in names))
         for dim, labels in result["breakdowns"].items():
             print(f"-- by {dim}")
-            cols = ["rubric_accuracy"] + [f"cacs@{k}" for k in args.thresholds]
+            cols = ["rubric_accuracy"] + [f"pass@{k}" for k in args.thresholds] + [f"cacs@{k}" for k in args.thresholds]
             print(f"   {_pad('label', 24)}{'cases':>6}" + "".join(f"{c:>17}" for c in cols))
             for label, stats in labels.items():
                 print(f"   {_pad(label, 24)}{int(stats['cases']):>6}" + "".join(f"{_pct(stats[c]):>17}" for c in cols))
@@ -87,8 +89,38 @@ def _summarize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validate_release(args: argparse.Namespace) -> int:
+    from clinconsensus_tasks.clinconsensus.release import release_errors, release_report
+
+    report = release_report(args.release)
+    text = json.dumps(report, ensure_ascii=False, indent=2)
+    print(text)
+    if args.report:
+        from pathlib import Path
+
+        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.report).write_text(text + "\n", encoding="utf-8")
+    errors = release_errors(report, args.strict_contact)
+    if errors:
+        print("release validation FAILED: " + "; ".join(errors), file=sys.stderr)
+        return 1
+    print("release validation passed", file=sys.stderr)
+    return 0
+
+
+def _export_official(args: argparse.Namespace) -> int:
+    from clinconsensus_tasks.clinconsensus.official_export import export_official
+
+    written = export_official(args.logs, args.output, args.data, args.epoch, args.n_criteria)
+    print(json.dumps(written, ensure_ascii=False, indent=2))
+    return 0
+
+
 def _validate(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.clinconsensus.dataset import load_cases
+
+    if args.release:
+        return _validate_release(args)
 
     loaded = load_cases(args.data, args.n_criteria)
     audience = Counter(c.audience for c in loaded.cases)
@@ -213,8 +245,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="validate a ClinConsensus data file")
     p.add_argument("data", nargs="?", default="sample", help="a .jsonl/.parquet path, 'sample' or 'hub' (default sample)")
-    p.add_argument("--n-criteria", type=int, default=30)
+    p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case (default 30)")
+    p.add_argument("--release", metavar="FILE", help="check FILE (.jsonl) as the public release: 900 unique low-tier cases, "
+                   "30 rubric items each, the ten published fields, no reference-answer or internal-looking fields; "
+                   "contact-like strings listed for review (default: off, plain validation)")
+    p.add_argument("--strict-contact", action="store_true", help="with --release: fail on contact-like strings too (default off)")
+    p.add_argument("--report", metavar="PATH", help="with --release: also write the JSON report to PATH (default none)")
     p.set_defaults(func=_validate)
+
+    p = sub.add_parser("export-official", help="verdicts as <model>_judge.json files for the official eval_cacs.py")
+    p.add_argument("logs", nargs="+", help="Inspect .eval/.json logs or lm-eval samples_clinconsensus_*.jsonl files, one per model")
+    p.add_argument("--output", required=True, help="folder for the <model>_judge.json files (eval_cacs.py --judgements-dir)")
+    p.add_argument("--data", help="the data file given to eval_cacs.py --data: entries follow its case order and must cover "
+                   "all its cases (default: the run's own case order)")
+    p.add_argument("--epoch", type=int, default=1, help="which epoch of a multi-epoch run to export (default 1)")
+    p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case in --data (default 30)")
+    p.set_defaults(func=_export_official)
 
     p = sub.add_parser("include-path", help="print the folder of the lm-eval task YAMLs")
     p.set_defaults(func=_include_path)

@@ -9,10 +9,21 @@ under test is the same client code that talks to a user's endpoint:
 * judge requests, recognised by the project's judge system prompts, get verdicts that are a fixed
   function of (answer, criterion): :func:`oracle_verdict`. Per-criterion and batched prompts
   therefore receive the same verdicts, and tests can compute the expected metrics exactly;
+* judge requests made with a template in the official form (one user message, placeholders
+  ``{user_message}``, ``{response}``, ``{rubric_item}``) are recognised when the template was
+  registered (``POST /config`` with ``{"judge_templates": [text, ...]}``, or ``--judge-template
+  FILE``): the server cannot know the official text, so it matches the filled-in message against
+  each registered template, takes the answer and the rubric item out of it, and replies with the
+  same oracle verdict in the official fenced-JSON form. ``{"record_judge_messages": true}`` keeps
+  every such message, returned by ``GET /judge_messages`` (to check them byte for byte);
 * CliMedBench prompts (recognised by the project's clinician-role opening line) get an answer in
   one of the shapes real models use, chosen by :func:`climedbench_answer`: a letter after a marker,
   a bare or full-width letter, an ordering with arrows, a keyword list, a free-text comment, or
   now and then nothing usable;
+* a candidate model name containing ``thinker`` answers like a reasoning model served without a
+  reasoning parser: ``<think>...</think>`` then the same answer as any other candidate; one
+  containing ``truncated`` is cut off while thinking (an unclosed ``<think>``, finish reason
+  ``length``);
 * a candidate model name containing ``empty`` answers with empty content; a judge model name
   containing ``unauthorized`` gets HTTP 401 for every request (a wrong API key);
 * judge model names containing ``flaky`` get injected faults, chosen by :func:`fault_for`
@@ -33,6 +44,7 @@ import argparse
 import hashlib
 import json
 import re
+import string
 import threading
 import time
 from collections import Counter
@@ -40,8 +52,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from clinconsensus_tasks.scorers.climedbench.scenarios import ROLE as _CLIMEDBENCH_ROLE
+from clinconsensus_tasks.scorers.clinconsensus.judge_template import PLACEHOLDERS, parse_template
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED_SYSTEM, PER_CRITERION_SYSTEM, PROBE_SYSTEM
 
+THINKING_PREFIX = "<think>用户描述的是临床问题，我需要先梳理病史（这段思考用户看不到）。"
 _ANSWER_MARK = "【待评估的回答】\n"
 _CRITERION_MARK = "\n\n【评分标准】\n"
 _BATCH_LINE = re.compile(r"^\[([^\]]+)\] (.*)$")
@@ -129,6 +143,21 @@ def fault_for(answer: str, criterion: str) -> str:
     return {0: FAULT_429, 1: FAULT_500, 2: FAULT_MALFORMED_ONCE, 3: FAULT_MALFORMED_ALWAYS}.get(bucket, FAULT_NONE)
 
 
+def template_pattern(text: str) -> re.Pattern[str]:
+    """A regular expression matching ``text`` (a ``str.format`` judge template) filled in, with one
+    named group per placeholder; the last part of the message is anchored to the template's end."""
+    parts, seen = [r"\A"], set()
+    for literal, name, _spec, _conv in string.Formatter().parse(text):
+        parts.append(re.escape(literal))
+        if name is None:
+            continue
+        if name not in PLACEHOLDERS:
+            raise ValueError(f"unknown placeholder {{{name}}} in a judge template")
+        parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
+        seen.add(name)
+    return re.compile("".join(parts) + r"\Z", re.DOTALL)
+
+
 def _verdict_json(met: bool) -> dict[str, Any]:
     return {"explanation": "回答中" + ("已明确涉及该要点。" if met else "未涉及该要点。"), "criteria_met": met}
 
@@ -138,6 +167,8 @@ class _State:
         self.latency = latency
         self.answer_chars = answer_chars
         self.lock = threading.Lock()
+        self.templates: list[re.Pattern[str]] = []
+        self.record_judge_messages = False
         self.reset()
 
     def reset(self) -> None:
@@ -151,6 +182,13 @@ class _State:
         self.output_chars = 0
         self.judge_input_chars = 0
         self.judge_output_chars = 0
+        self.judge_messages: list[list[dict[str, Any]]] = []  # with record_judge_messages
+
+    def match_template(self, messages: list[dict[str, Any]], user: str) -> "re.Match[str] | None":
+        """The filled-in registered template, if ``messages`` is one user message made from one."""
+        if len(messages) != 1 or messages[0].get("role") != "user":
+            return None
+        return next((m for m in (p.match(user) for p in self.templates) if m), None)
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
@@ -190,6 +228,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/stats"):
             self._send(200, self.server.state.snapshot())
+        elif self.path.rstrip("/").endswith("/judge_messages"):
+            with self.server.state.lock:
+                self._send(200, {"messages": list(self.server.state.judge_messages)})
         elif self.path.rstrip("/").endswith("/models"):
             self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
         else:
@@ -206,7 +247,12 @@ class _Handler(BaseHTTPRequestHandler):
             settings = json.loads(raw or b"{}")
             self.server.state.latency = float(settings.get("latency", self.server.state.latency))
             self.server.state.answer_chars = int(settings.get("answer_chars", self.server.state.answer_chars))
-            self._send(200, {"latency": self.server.state.latency, "answer_chars": self.server.state.answer_chars})
+            if "judge_templates" in settings:
+                self.server.state.templates = [template_pattern(t) for t in settings["judge_templates"]]
+            if "record_judge_messages" in settings:
+                self.server.state.record_judge_messages = bool(settings["record_judge_messages"])
+            self._send(200, {"latency": self.server.state.latency, "answer_chars": self.server.state.answer_chars,
+                             "judge_templates": len(self.server.state.templates)})
             return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -227,8 +273,15 @@ class _Handler(BaseHTTPRequestHandler):
             state.seen[key] += 1
             attempt = state.seen[key]
             state.input_chars += chars_in
+        filled = state.match_template(messages, user) if state.templates and not system else None
         if "unauthorized" in model:
             kind, status, content = "rejected", 401, ""
+        elif filled is not None:
+            kind = "per_criterion"
+            status, content = self._verdict(model, filled["response"], filled["rubric_item"], attempt, fenced=True)
+            if state.record_judge_messages:
+                with state.lock:
+                    state.judge_messages.append(messages)
         elif system == PROBE_SYSTEM:
             kind, status, content = "probe", 200, "OK"
         elif system == PER_CRITERION_SYSTEM:
@@ -237,6 +290,10 @@ class _Handler(BaseHTTPRequestHandler):
             kind, status, content = "batched", *self._batched(model, user, attempt)
         elif "empty" in model:
             kind, status, content = "candidate", 200, ""
+        elif "truncated" in model:
+            kind, status, content = "candidate", 200, THINKING_PREFIX + "先考虑鉴别诊断，再"
+        elif "thinker" in model:
+            kind, status, content = "candidate", 200, f"{THINKING_PREFIX}</think>\n\n{candidate_answer(user, state.answer_chars)}"
         elif user.startswith(_CLIMEDBENCH_ROLE):
             kind, status, content = "candidate", 200, climedbench_answer(user, model)
         else:
@@ -264,7 +321,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "created": 0,
                 "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                             "finish_reason": "length" if "truncated" in model and kind == "candidate" else "stop"}],
                 "usage": {"prompt_tokens": len(raw) // 3, "completion_tokens": len(content) // 2, "total_tokens": len(raw) // 3 + len(content) // 2},
             },
         )
@@ -276,7 +334,12 @@ class _Handler(BaseHTTPRequestHandler):
         return answer, criteria
 
     def _per_criterion(self, model: str, user: str, attempt: int) -> tuple[int, str]:
-        answer, criterion = self._split(user)
+        return self._verdict(model, *self._split(user), attempt)
+
+    @staticmethod
+    def _verdict(model: str, answer: str, criterion: str, attempt: int, fenced: bool = False) -> tuple[int, str]:
+        """The verdict for (answer, criterion), with a ``flaky`` judge's faults; ``fenced`` gives
+        the official answer form (a fenced JSON block) on every attempt."""
         fault = fault_for(answer, criterion) if "flaky" in model else FAULT_NONE
         if fault == FAULT_429 and attempt == 1:
             return 429, ""
@@ -285,7 +348,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == FAULT_MALFORMED_ALWAYS or (fault == FAULT_MALFORMED_ONCE and attempt == 1):
             return 200, "我认为这条标准大致满足。"
         verdict = json.dumps(_verdict_json(oracle_verdict(answer, criterion, model)), ensure_ascii=False)
-        return 200, f"```json\n{verdict}\n```" if attempt % 2 == 0 else verdict
+        return 200, f"```json\n{verdict}\n```" if fenced or attempt % 2 == 0 else verdict
 
     def _batched(self, model: str, user: str, attempt: int) -> tuple[int, str]:
         answer, listing = self._split(user)
@@ -316,9 +379,10 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAIServer:
     """Start the server on 127.0.0.1 in a background thread: ``with FakeOpenAIServer() as s: s.base_url``."""
 
-    def __init__(self, latency: float = 0.0, port: int = 0, answer_chars: int = 0):
+    def __init__(self, latency: float = 0.0, port: int = 0, answer_chars: int = 0, judge_templates: tuple[str, ...] = ()):
         self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.state = _State(latency, answer_chars)
+        self.set_judge_templates(judge_templates)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -337,6 +401,16 @@ class FakeOpenAIServer:
 
     def set_latency(self, seconds: float) -> None:
         self._server.state.latency = seconds
+
+    def set_judge_templates(self, texts: Any, record: bool = False) -> None:
+        """Recognise judge requests filled in from these templates (see the module docstring)."""
+        self._server.state.templates = [template_pattern(t) for t in texts]
+        self._server.state.record_judge_messages = record
+
+    def judge_messages(self) -> list[list[dict[str, Any]]]:
+        """The template judge requests received since the last reset (with ``record``)."""
+        with self._server.state.lock:
+            return list(self._server.state.judge_messages)
 
     def start(self) -> "FakeOpenAIServer":
         self._thread.start()
@@ -358,8 +432,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each judge response")
     parser.add_argument("--answer-chars", type=int, default=0, help="pad candidate answers to this length")
+    parser.add_argument("--judge-template", action="append", default=[], metavar="FILE",
+                        help="a judge template file (text, or .py with PROMPT) whose filled-in requests to recognise; repeatable (default none)")
     args = parser.parse_args()
-    server = FakeOpenAIServer(args.latency, args.port, args.answer_chars)
+    texts = [parse_template(open(f, encoding="utf-8").read(), f).text for f in args.judge_template]
+    server = FakeOpenAIServer(args.latency, args.port, args.answer_chars, tuple(texts))
     print(f"PORT {server.port}", flush=True)
     try:
         server._server.serve_forever()

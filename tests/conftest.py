@@ -22,6 +22,7 @@ def fake_server(server, monkeypatch, tmp_path):
     """The server with fresh counters, plus environment for both frameworks pointing at it."""
     server.reset()
     server.set_latency(0.0)
+    server.set_judge_templates(())
     # Inspect: openai-api/<svc>/<model> reads <SVC>_BASE_URL and <SVC>_API_KEY.
     for svc in ("CAND", "JUDGE"):
         monkeypatch.setenv(f"{svc}_BASE_URL", server.base_url)
@@ -33,6 +34,10 @@ def fake_server(server, monkeypatch, tmp_path):
     monkeypatch.setenv("CLINCONSENSUS_DATA", "sample")
     monkeypatch.delenv("CLINCONSENSUS_JUDGE_MODE", raising=False)
     monkeypatch.delenv("CLINCONSENSUS_JUDGE_MODEL", raising=False)
+    # The stand-in server knows the project's prompts; tests of the official template and of
+    # template files set judge_prompt themselves (the official one cannot be downloaded here).
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_PROMPT", "project")
+    monkeypatch.delenv("CLINCONSENSUS_JUDGE_PROMPT_URL", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     yield server

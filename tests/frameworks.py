@@ -49,7 +49,7 @@ def run_inspect(log_dir: Path, judge: str = "judge-model", **task_args):
 
 
 def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "judge-model", mode: str | None = None,
-               bootstrap_iters: int = 0):
+               bootstrap_iters: int = 0, candidate: str = "cand-model"):
     from clinconsensus_tasks.lmeval_tasks import simple_evaluate
 
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = judge
@@ -57,7 +57,7 @@ def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "jud
         os.environ["CLINCONSENSUS_JUDGE_MODE"] = mode
     results = simple_evaluate(
         model="local-chat-completions",
-        model_args={"model": "cand-model", "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
+        model_args={"model": candidate, "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
         apply_chat_template=True,
         log_samples=True,
         bootstrap_iters=bootstrap_iters,  # > 0: lm-eval computes <metric>_stderr (closed form for its mean)

@@ -63,6 +63,7 @@ def _run_lm_eval(server, tmp_path, extra_args):
         "CLINCONSENSUS_DATA": "sample",
         "CLINCONSENSUS_JUDGE_BASE_URL": server.base_url,
         "CLINCONSENSUS_JUDGE_MODEL": "judge-model",
+        "CLINCONSENSUS_JUDGE_PROMPT": "project",  # the stand-in server knows the project's prompt
         "CLINCONSENSUS_CACHE_DIR": str(tmp_path / "cache"),
     }
     cmd = [

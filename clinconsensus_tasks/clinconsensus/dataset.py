@@ -92,6 +92,22 @@ class LoadedCases:
     sha256: str | None  # of the file read, when there is one
 
 
+def criterion_id_of(item: dict[str, Any], index: int) -> str | None:
+    """A criterion's id as a string: its ``criterion_id`` (a non-empty string, or an integer as the
+    public release and the official scripts accept), or its 1-based position when it has none.
+    ``None`` for an id of any other form."""
+    if "criterion_id" not in item or item["criterion_id"] is None:
+        return str(index + 1)
+    value = item["criterion_id"]
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
 def _validate(record: Any, where: str, n_criteria: int, problems: list[str]) -> Case | None:
     if not isinstance(record, dict):
         problems.append(f"{where}: record is a {type(record).__name__}, expected a JSON object")
@@ -132,14 +148,14 @@ def _validate(record: Any, where: str, n_criteria: int, problems: list[str]) -> 
             if not isinstance(item, dict):
                 bad(at, "expected an object with criterion_id and criterion")
                 continue
-            crit_id, text = item.get("criterion_id"), item.get("criterion")
-            if not isinstance(crit_id, str) or not crit_id.strip():
-                bad(f"{at}.criterion_id", "missing or not a non-empty string")
+            crit_id, text = criterion_id_of(item, i), item.get("criterion")
+            if crit_id is None:
+                bad(f"{at}.criterion_id", "expected a non-empty string or an integer (or no criterion_id: its position)")
             elif crit_id in seen:
                 bad(f"{at}.criterion_id", f"duplicate id {crit_id!r}")
             if not isinstance(text, str) or not text.strip():
                 bad(f"{at}.criterion", "missing or not a non-empty string")
-            if isinstance(crit_id, str) and isinstance(text, str):
+            if crit_id is not None and isinstance(text, str):
                 seen.add(crit_id)
                 parsed.append((crit_id, text))
     if len(problems) > before:

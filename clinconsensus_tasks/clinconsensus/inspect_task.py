@@ -9,6 +9,7 @@ framework-free core in ``clinconsensus_tasks.scorers``, the same code the lm-eva
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Literal, Sequence
 
 from inspect_ai import Task, task
@@ -18,8 +19,10 @@ from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageSystem,
     ChatMessageUser,
+    ContentReasoning,
     GenerateConfig,
     Model,
+    ModelOutput,
     get_model,
     model_roles,
 )
@@ -30,6 +33,8 @@ from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases
 from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
 from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
+from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, grade_case
@@ -75,6 +80,7 @@ def clinconsensus_metrics(
         out.pop("cases")
         out.update(headline_stderrs(results, thresholds, n_criteria))
         out["empty_answers"] = float(sum(r.answer_empty for r in records))
+        out["truncated_answers"] = float(sum(r.answer_truncated for r in records))
         if with_breakdowns:
             out.update(flatten_breakdowns(breakdowns(results, thresholds, n_criteria)))
         paired = [p for p in (r.paired() for r in records) if p is not None]
@@ -162,6 +168,19 @@ async def _probe(judges: list[Model]) -> None:
             raise ConfigurationError(f"The judge ({judge}) did not answer a test request: {type(exc).__name__}: {exc}") from exc
 
 
+def _answer_with_reasoning(output: ModelOutput | None, keep_thinking: bool) -> tuple[str, bool]:
+    """The answer text and whether the model reasoned. Inspect keeps a model's reasoning apart
+    from its text (``completion`` is the reply alone); with ``keep_thinking`` the reasoning is put
+    back in front, in ``<think>`` tags, as a model without a reasoning parser writes it."""
+    if output is None:
+        return "", False
+    content = output.message.content if output.choices else ""
+    reasoning = [c.reasoning for c in content if isinstance(c, ContentReasoning)] if not isinstance(content, str) else []
+    if keep_thinking and reasoning:
+        return "".join(f"<think>{r}</think>\n\n" for r in reasoning) + output.completion, True
+    return output.completion, bool(reasoning)
+
+
 @scorer(metrics=[clinconsensus_metrics()])
 def rubric_scorer(
     judge_mode: str = PER_CRITERION,
@@ -171,14 +190,21 @@ def rubric_scorer(
     judge_role: str = GRADER_ROLE,
     allow_self_grading: bool = False,
     judge_max_tokens: int | None = None,
+    judge_prompt: str | None = None,
+    judge_sees_thinking: bool = False,
 ) -> Scorer:
     """Grade each answer against its case's rubric with the judge model.
 
     The score metadata is the case's :class:`GradedCase` record (verdicts, explanations, failures,
-    and the second judge's in a dual-judge run); the value holds its counts, for display. The metrics attached here use k = 7 and 10; the task
+    and the second judge's in a dual-judge run); the value holds its counts, for display.
+    ``judge_prompt`` is ``official`` (the default, also from ``$CLINCONSENSUS_JUDGE_PROMPT``),
+    ``project`` or a template file; it is resolved here, when the task is built, so a template
+    that cannot be had stops the run before any answer. The metrics attached here use k = 7 and 10; the task
     attaches metrics for its own thresholds.
     """
     judge_mode = settings.judge_mode(judge_mode)
+    template = load_judge_prompt(judge_prompt, judge_mode)
+    prompt_info = prompt_record(template, judge_mode)
     config = GenerateConfig(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
 
     def completer(model: Model):
@@ -192,16 +218,21 @@ def rubric_scorer(
         grader = resolve_grader(judge_role, allow_self_grading)
         local = local_grader()
         rubrics = [(r["criterion_id"], r["criterion"]) for r in state.metadata["rubrics"]]
-        answer = state.output.completion if state.output else ""
         slices = slices_of(state.metadata)
+        # The answer as the user saw it: a reasoning model's thinking is not graded (unless asked).
+        raw, reasoned = _answer_with_reasoning(state.output, judge_sees_thinking)
+        seen = visible_answer(raw, judge_sees_thinking)
+        answer = seen.text
+        truncated = seen.cut_in_thinking or (state.output is not None and state.output.stop_reason == "max_tokens")
 
         def grade(model: Model):
             return grade_case(str(state.sample_id), state.input_text, answer, rubrics, completer(model), str(model),
-                              judge_mode, max_attempts, slices, state.epoch)
+                              judge_mode, max_attempts, slices, state.epoch, template, prompt_info)
 
         record, *second = await asyncio.gather(*([grade(grader)] + ([grade(local)] if local is not None else [])))
         if second:
             record = record.with_local(second[0])
+        record = replace(record, answer_truncated=truncated, thinking_removed=seen.thinking_removed or (reasoned and not judge_sees_thinking))
         note = f"{record.met}/{record.judged} criteria met" + (f", {record.failures} failed judgment(s)" if record.failures else "")
         if record.answer_empty:
             note = "empty answer: no criterion met (not sent to the judge)"
@@ -230,6 +261,9 @@ def clinconsensus(
     judge_max_tokens: int | None = None,
     breakdowns: bool = True,
     allow_self_grading: bool = False,
+    judge_prompt: str | None = None,
+    answer_max_tokens: int = ANSWER_MAX_TOKENS,
+    judge_sees_thinking: bool = False,
 ) -> Task:
     """ClinConsensus: open-ended Chinese clinical cases graded against 30 rubric criteria each.
 
@@ -247,6 +281,16 @@ def clinconsensus(
             criterion in batched mode).
         breakdowns: also report rubric accuracy and CACS by difficulty, subject, task and audience.
         allow_self_grading: grade with the model under test when no ``grader`` role is bound.
+        judge_prompt: per-criterion judge prompt: ``official`` (the template the released judge
+            was trained on, downloaded and sha256-checked at first use), ``project`` (the
+            project's own prompt) or the path of a template file with the placeholders
+            ``{user_message}``, ``{response}``, ``{rubric_item}``. Default
+            ``$CLINCONSENSUS_JUDGE_PROMPT``, else ``official``. Batched mode has its own prompt.
+        answer_max_tokens: generation limit for the model under test (default 8192, as lm-eval's
+            ``max_gen_toks``); answers stopped by it are counted as ``truncated_answers``.
+            Inspect's ``--max-tokens`` overrides it.
+        judge_sees_thinking: send a reasoning model's ``<think>`` text to the judge too (default:
+            the judge grades the reply as the user saw it).
     """
     ks = settings.thresholds(thresholds, n_criteria)
     judge_mode = settings.judge_mode(judge_mode)
@@ -254,7 +298,10 @@ def clinconsensus(
     return Task(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check),
-        scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading, judge_max_tokens),
+        scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading,
+                             judge_max_tokens, judge_prompt, judge_sees_thinking),
         metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
-        metadata={"data_source": loaded.source, "data_sha256": loaded.sha256, "judge_mode": judge_mode},
+        config=GenerateConfig(max_tokens=answer_max_tokens),
+        metadata={"data_source": loaded.source, "data_sha256": loaded.sha256, "judge_mode": judge_mode,
+                  **prompt_record(load_judge_prompt(judge_prompt, judge_mode), judge_mode)},
     )

@@ -24,12 +24,14 @@ import concurrent.futures
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
 from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
+from clinconsensus_tasks.judge.official_template import load_judge_prompt
+from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
@@ -39,6 +41,7 @@ from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_MESSAGES
 
 ENV_JUDGE_CHECK = "CLINCONSENSUS_JUDGE_CHECK"
+ENV_SEES_THINKING = "CLINCONSENSUS_JUDGE_SEES_THINKING"
 
 
 def extra_thresholds(value: Any, n: int) -> list[int]:
@@ -90,13 +93,14 @@ def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
     import datasets
 
     judge = JudgeSettings.from_env()
-    settings.judge_mode_from_env()
+    template = load_judge_prompt(None, settings.judge_mode_from_env())  # $CLINCONSENSUS_JUDGE_PROMPT: fetched and checked now
     n = settings.n_criteria_from_env()
     extra = extra_thresholds(thresholds, n)
     loaded = load_cases(os.environ.get(ENV_DATA, "hub"), n)
     if os.environ.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
         check_judge(judge)
-    print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}", file=sys.stderr)
+    print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}; judge prompt: "
+          f"{template.name + ' sha256 ' + template.sha256 if template else 'project'}", file=sys.stderr)
     rows = [{**case.to_record(), "extra_thresholds": extra} for case in loaded.cases]
     return {"test": datasets.Dataset.from_list(rows)}
 
@@ -119,23 +123,38 @@ def first_responses(resps: Sequence[Any]) -> list[str]:
     return [(r[0] if isinstance(r, (list, tuple)) and r else r) or "" for r in resps]
 
 
+def seen_answers(resps: Sequence[Any]) -> list[VisibleAnswer]:
+    """Each document's first response as the user saw it: a reasoning model's ``<think>`` text
+    removed unless ``CLINCONSENSUS_JUDGE_SEES_THINKING=1``. lm-eval's API backends drop the
+    finish reason, so an answer counts as truncated here when its thinking never closed."""
+    keep = os.environ.get(ENV_SEES_THINKING, "0").strip().lower() not in ("", "0", "false", "no")
+    return [visible_answer(a, keep) for a in first_responses(resps)]
+
+
+def _noted(record: GradedCase, seen: VisibleAnswer) -> GradedCase:
+    return replace(record, answer_truncated=seen.cut_in_thinking, thinking_removed=seen.thinking_removed)
+
+
 def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[str]:
     """``custom`` filter of ``clinconsensus_dual``: grade every answer with both judges at once.
     Each document's record holds both judges' verdicts (``local_*`` for the second)."""
     reference_settings = JudgeSettings.from_env()
     local_settings = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX)
     mode = settings.judge_mode_from_env()
-    answers = first_responses(resps)
+    template = load_judge_prompt(None, mode)
+    seen = seen_answers(resps)
+    answers = [v.text for v in seen]
 
     async def both() -> tuple[Any, Any]:
         return await asyncio.gather(
-            judge_documents(answers, docs, reference_settings, mode), judge_documents(answers, docs, local_settings, mode)
+            judge_documents(answers, docs, reference_settings, mode, template=template),
+            judge_documents(answers, docs, local_settings, mode, template=template),
         )
 
     (records, stats), (local_records, local_stats) = _run(both)
     for name, st in ((reference_settings.model, stats), (local_settings.model, local_stats)):
         print(f"[clinconsensus] judge {name}: {st['calls']} calls, {st['cache_hits']} cache hits", file=sys.stderr)
-    return [json.dumps(r.with_local(local).to_dict(), ensure_ascii=False) for r, local in zip(records, local_records)]
+    return [json.dumps(_noted(r.with_local(local), v).to_dict(), ensure_ascii=False) for r, local, v in zip(records, local_records, seen)]
 
 
 def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[str]:
@@ -146,11 +165,13 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
     """
     judge = JudgeSettings.from_env()
     mode = settings.judge_mode_from_env()
-    answers = first_responses(resps)
+    seen = seen_answers(resps)
+    answers = [v.text for v in seen]
     extra = sum(max(0, len(r) - 1) for r in resps if isinstance(r, (list, tuple)))
     if extra:
         print(f"[clinconsensus] WARNING: {extra} extra response(s) from `repeats` > 1 are not graded; only each document's first is", file=sys.stderr)
-    records, stats = _run(lambda: judge_documents(answers, docs, judge, mode))
+    template = load_judge_prompt(None, mode)
+    records, stats = _run(lambda: judge_documents(answers, docs, judge, mode, template=template))
     failures = sum(r.failures for r in records)
     empty = sum(r.answer_empty for r in records)
     print(
@@ -158,7 +179,7 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
         f"{failures} failed judgment(s), {empty} empty answer(s) not sent to the judge",
         file=sys.stderr,
     )
-    return [json.dumps(r.to_dict(), ensure_ascii=False) for r in records]
+    return [json.dumps(_noted(r, v).to_dict(), ensure_ascii=False) for r, v in zip(records, seen)]
 
 
 # -- 4. per-case values and aggregations ---------------------------------------------------------
@@ -197,7 +218,7 @@ def metric_list(dual: bool = False) -> list[LmEvalMetric]:
     """Every metric the task reports, in the order of the results table (the YAMLs are generated
     from this list)."""
     out = [LmEvalMetric(name, "mean") for name in HEADLINE]
-    out += [LmEvalMetric("judge_failures", "total", False), LmEvalMetric("empty_answers", "total", False)]
+    out += [LmEvalMetric(name, "total", False) for name in ("judge_failures", "empty_answers", "truncated_answers")]
     out += [LmEvalMetric(audience_metric(name, who), "slice_mean") for who in AUDIENCES for name in SLICED]
     if dual:
         out += [LmEvalMetric(f"local/{name}", "mean") for name in HEADLINE]
@@ -216,6 +237,7 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = dict(terms)
     out["judge_failures"] = record.failures
     out["empty_answers"] = int(record.answer_empty)
+    out["truncated_answers"] = int(record.answer_truncated)
     for who in AUDIENCES:
         for name in SLICED:
             out[audience_metric(name, who)] = terms[name] if doc.get("audience") == who else None
@@ -231,7 +253,7 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
 
 
 def total(items: Sequence[float]) -> float:
-    """A count over cases (judge failures, empty answers)."""
+    """A count over cases (judge failures, empty and truncated answers)."""
     return float(sum(items))
 
 

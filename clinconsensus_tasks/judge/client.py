@@ -31,6 +31,8 @@ from typing import Any, Mapping, Sequence
 
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
+from clinconsensus_tasks.judge.official_template import prompt_record
+from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
@@ -163,17 +165,22 @@ class JudgeClient:
 
 
 async def judge_documents(
-    answers: Sequence[str], docs: Sequence[dict], settings: JudgeSettings, mode: str, max_attempts: int = MAX_ATTEMPTS
+    answers: Sequence[str], docs: Sequence[dict], settings: JudgeSettings, mode: str, max_attempts: int = MAX_ATTEMPTS,
+    template: JudgeTemplate | None = None,
 ) -> tuple[list[GradedCase], dict[str, int]]:
     """Grade every (answer, doc) pair concurrently with the judge; return one :class:`GradedCase`
     per document and the call stats. A doc holds ``case_id``, ``question``, ``rubrics``
     (``criterion_id``, ``criterion``) and the case's labels.
+
+    ``template`` is the per-criterion judge template (``None``: the project's prompt); each record
+    names the prompt used and its sha256.
 
     Used by lm-eval's judge filters and by ``clinconsensus-eval rescore``.
     """
     from tqdm.auto import tqdm
 
     client = JudgeClient(settings)
+    prompt_info = prompt_record(template, mode)
     try:
         progress = tqdm(total=len(docs), desc=f"Judging ({mode}, {settings.model})", file=sys.stderr)
 
@@ -185,7 +192,7 @@ async def judge_documents(
                 return await client.complete(messages, fresh, max_tokens=max_tokens)
 
             record = await grade_case(str(doc["case_id"]), doc["question"], answer, rubrics, complete, settings.model,
-                                      mode, max_attempts, slices_of(doc))
+                                      mode, max_attempts, slices_of(doc), template=template, judge_prompt=prompt_info)
             progress.update(1)
             return record
 

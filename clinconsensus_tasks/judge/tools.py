@@ -205,22 +205,27 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
 # -- re-grading stored answers ----------------------------------------------------------------------
 
 
-async def _regrade(records: Sequence[LoggedCase], settings: Any, mode: str) -> list[GradedCase]:
+async def _regrade(records: Sequence[LoggedCase], settings: Any, mode: str, template: Any = None) -> list[GradedCase]:
     from clinconsensus_tasks.judge.client import judge_documents
 
     docs = [{**r.metadata, "case_id": r.case_id, "question": r.question,
              "rubrics": [{"criterion_id": c, "criterion": t} for c, t in r.rubrics]} for r in records]
-    out, _ = await judge_documents([r.answer for r in records], docs, settings, mode)
-    return [replace(fresh, epoch=r.epoch) for fresh, r in zip(out, records)]
+    out, _ = await judge_documents([r.answer for r in records], docs, settings, mode, template=template)
+    # The answer is the one the log holds: what was noted about it when it was first graded stays.
+    return [replace(fresh, epoch=r.epoch, answer_truncated=r.graded.answer_truncated, thinking_removed=r.graded.thinking_removed)
+            for fresh, r in zip(out, records)]
 
 
 def rescore(log: str, output: str | Path, settings: Any, mode: str = PER_CRITERION) -> dict[str, float]:
     """Grade the answers stored in ``log`` again with another judge or judge mode; write a new
-    log of the same kind to ``output`` and return its headline metrics."""
+    log of the same kind to ``output`` and return its headline metrics. The per-criterion judge
+    prompt is ``$CLINCONSENSUS_JUDGE_PROMPT`` (default ``official``), as in an lm-eval run."""
+    from clinconsensus_tasks.judge.official_template import load_judge_prompt
     from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 
+    template = load_judge_prompt(None, mode)
     records = read_case_records(log)
-    fresh = asyncio.run(_regrade(records, settings, mode))
+    fresh = asyncio.run(_regrade(records, settings, mode, template))
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     if Path(log).suffix == ".jsonl":
@@ -265,5 +270,6 @@ def _write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: s
     values = clinconsensus_metrics()(scores)
     if log.results and log.results.scores:
         log.results.scores[0].metrics = {k: EvalMetric(name=k, value=float(v)) for k, v in values.items()}
-    log.eval.metadata = {**(log.eval.metadata or {}), "rescored": {"from": str(source), "judge": judge, "judge_mode": mode}}
+    prompt = dict(fresh[0].judge_prompt) if fresh else {}
+    log.eval.metadata = {**(log.eval.metadata or {}), "rescored": {"from": str(source), "judge": judge, "judge_mode": mode, **prompt}}
     write_eval_log(log, str(output))

@@ -211,9 +211,10 @@ def breakdowns(
     thresholds: Sequence[int] = DEFAULT_THRESHOLDS,
     n_criteria: int = DEFAULT_N_CRITERIA,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """Rubric accuracy, CACS@k and case count per label of each breakdown dimension.
+    """Rubric accuracy, Pass@k, CACS@k and case count per label of each breakdown dimension.
 
-    Returns ``{dimension: {label: {"cases": n, "rubric_accuracy": x, "cacs@k": y, ...}}}``. A case
+    Returns ``{dimension: {label: {"cases": n, "rubric_accuracy": x, "pass@k": p, "cacs@k": y, ...}}}``
+    (the official summary reports Pass@k beside CACS@k for every slice). A case
     with several labels in a dimension (subject and task labels are lists) counts in each of them,
     as in the official script's subject slices.
     """
@@ -231,6 +232,8 @@ def breakdowns(
             rows = groups[dim][label]
             means = headline_means(rows, thresholds, n_criteria)
             stats = {"cases": float(len(rows)), "rubric_accuracy": means["rubric_accuracy"]}
+            for k in thresholds:
+                stats[f"pass@{k}"] = means[f"pass@{k}"]
             for k in thresholds:
                 stats[f"cacs@{k}"] = means[f"cacs@{k}"]
             out[dim][label] = stats

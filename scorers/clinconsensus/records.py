@@ -15,9 +15,11 @@ from typing import Any, Mapping, Sequence
 
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, case_terms
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, pair_verdicts
+from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment, grade_answer
 
 RECORD_VERSION = 1
+PROMPT_FIELDS = ("judge_prompt", "judge_prompt_sha256", "judge_prompt_source")
 
 
 def _count_met(judgments: Sequence[CriterionJudgment]) -> int:
@@ -46,6 +48,9 @@ class GradedCase:
     epoch: int = 1
     local_judge: str = ""
     local_judgments: tuple[CriterionJudgment, ...] = ()
+    answer_truncated: bool = False  # the generation limit cut the answer
+    thinking_removed: bool = False  # a reasoning model's thinking was taken out before judging
+    judge_prompt: Mapping[str, str] = field(default_factory=dict)  # judge_prompt, _sha256, _source
 
     # -- counts and metric inputs -------------------------------------------------------------
 
@@ -105,6 +110,9 @@ class GradedCase:
             "judged": self.judged,
             "failures": self.failures,
             "empty_answer": self.answer_empty,
+            "truncated": self.answer_truncated,
+            "thinking_removed": self.thinking_removed,
+            **dict(self.judge_prompt),
             "slices": {dim: list(labels) for dim, labels in self.slices.items()},
             "judgments": [j.to_dict() for j in self.judgments],
         }
@@ -143,6 +151,9 @@ class GradedCase:
             epoch=int(data.get("epoch") or 1),
             local_judge=str(data.get("local_judge") or ""),
             local_judgments=local,
+            answer_truncated=bool(data.get("truncated", False)),
+            thinking_removed=bool(data.get("thinking_removed", False)),
+            judge_prompt={k: str(data[k]) for k in PROMPT_FIELDS if k in data},
         )
 
 
@@ -157,7 +168,12 @@ async def grade_case(
     max_attempts: int,
     slices: Mapping[str, tuple[str, ...]] | None = None,
     epoch: int = 1,
+    template: JudgeTemplate | None = None,
+    judge_prompt: Mapping[str, str] | None = None,
 ) -> GradedCase:
-    """Grade one answer with one judge (:func:`rubric_grading.grade_answer`) into its record."""
-    judgments = await grade_answer(question, answer, rubrics, complete, mode, max_attempts)
-    return GradedCase(case_id, judge, mode, tuple(judgments), not (answer or "").strip(), dict(slices or {}), epoch)
+    """Grade one answer with one judge (:func:`rubric_grading.grade_answer`) into its record.
+    ``template`` is the per-criterion judge template (``None``: the project's prompt) and
+    ``judge_prompt`` what the record says about it (name, sha256, source)."""
+    judgments = await grade_answer(question, answer, rubrics, complete, mode, max_attempts, template)
+    return GradedCase(case_id, judge, mode, tuple(judgments), not (answer or "").strip(), dict(slices or {}), epoch,
+                      judge_prompt=dict(judge_prompt or {}))

@@ -15,6 +15,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Sequence
 
+from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, batched_messages, check_judge_mode, per_criterion_messages
 from clinconsensus_tasks.scorers.clinconsensus.verdicts import parse_batched_verdicts, parse_verdict
 
@@ -65,9 +66,10 @@ def count_failures(judgments: Sequence[CriterionJudgment]) -> int:
 
 
 async def _judge_one(
-    question: str, answer: str, criterion_id: str, criterion: str, complete: Complete, max_attempts: int
+    question: str, answer: str, criterion_id: str, criterion: str, complete: Complete, max_attempts: int,
+    template: JudgeTemplate | None = None,
 ) -> CriterionJudgment:
-    messages = per_criterion_messages(question, answer, criterion)
+    messages = template.messages(question, answer, criterion) if template else per_criterion_messages(question, answer, criterion)
     problem = "no attempt made"
     for attempt in range(max_attempts):
         try:
@@ -125,8 +127,12 @@ async def grade_answer(
     complete: Complete,
     mode: str = PER_CRITERION,
     max_attempts: int = MAX_ATTEMPTS,
+    template: JudgeTemplate | None = None,
 ) -> list[CriterionJudgment]:
     """Judge ``answer`` against every ``(criterion_id, criterion)`` in ``rubrics``.
+
+    In ``per_criterion`` mode, ``template`` (the official template or a user's) builds each
+    request; without one, the project's own prompt does. Batched mode has its own prompt.
 
     An empty answer (blank, or the model returned nothing) meets no criterion; it is not sent to
     the judge, and every criterion is recorded as not met with that reason (adapters count such
@@ -143,7 +149,7 @@ async def grade_answer(
     if mode == PER_CRITERION:
         return list(
             await asyncio.gather(
-                *(_judge_one(question, answer, cid, text, complete, max_attempts) for cid, text in rubrics)
+                *(_judge_one(question, answer, cid, text, complete, max_attempts, template) for cid, text in rubrics)
             )
         )
     return await _judge_batched(question, answer, rubrics, complete, max_attempts)

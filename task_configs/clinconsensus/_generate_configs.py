@@ -38,7 +38,7 @@ doc_to_text: "{{{{question}}}}"
 doc_to_target: ""
 generation_kwargs:
   until: []
-  max_gen_toks: 2048
+  max_gen_toks: {max_gen_toks}  # = scorers.clinconsensus.answers.ANSWER_MAX_TOKENS, as Inspect's answer_max_tokens
   do_sample: false
   temperature: 0.0
 repeats: 1
@@ -85,9 +85,11 @@ def metric_block(dual: bool) -> str:
 
 def render() -> dict[str, str]:
     """File name -> content of every generated YAML."""
+    from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS
+
     head = HEADER.format(glue=GLUE)
     return {
-        "clinconsensus.yaml": head + SINGLE.format(glue=GLUE) + metric_block(False) + FOOTER,
+        "clinconsensus.yaml": head + SINGLE.format(glue=GLUE, max_gen_toks=ANSWER_MAX_TOKENS) + metric_block(False) + FOOTER,
         "clinconsensus_dual.yaml": head + DUAL.format(glue=GLUE) + metric_block(True) + FOOTER,
     }
 

@@ -170,3 +170,79 @@ def test_hub_rows_are_validated_with_row_numbers(tmp_path, monkeypatch):
     with pytest.raises(DataValidationError) as info:
         load_from_hub(str(repo))
     assert info.value.problems == [f"{repo / HF_DATA_FILE}:3: case_id 'SYN-0003': field 'rubrics': has 10 criteria, expected 30"]
+
+
+def test_criterion_ids_may_be_integers_or_absent_and_become_strings(tmp_path):
+    records = sample_records()[:3]
+    for i, item in enumerate(records[0]["rubrics"]):
+        item["criterion_id"] = 100 + i  # integers, as the official scripts accept
+    for item in records[1]["rubrics"]:
+        del item["criterion_id"]  # absent: the 1-based position
+    records[2]["rubrics"][0]["criterion_id"] = 7
+    records[2]["rubrics"][6]["criterion_id"] = "7"  # the same id once as integer and once as string
+    records[2]["rubrics"][1]["criterion_id"] = True
+    del records[2]["rubrics"][2]["criterion"]
+    path = write_jsonl(tmp_path / "ids.jsonl", records)
+    with pytest.raises(DataValidationError) as info:
+        load_cases(str(path))
+    assert info.value.problems == [
+        f"{path}:3: case_id 'SYN-0003': field 'rubrics[1].criterion_id': expected a non-empty string or an integer (or no criterion_id: its position)",
+        f"{path}:3: case_id 'SYN-0003': field 'rubrics[2].criterion': missing or not a non-empty string",
+        f"{path}:3: case_id 'SYN-0003': field 'rubrics[6].criterion_id': duplicate id '7'",
+    ]
+    cases = load_cases(str(write_jsonl(tmp_path / "ok.jsonl", records[:2]))).cases
+    assert [cid for cid, _ in cases[0].rubrics][:3] == ["100", "101", "102"]
+    assert [cid for cid, _ in cases[1].rubrics] == [str(i) for i in range(1, 31)]
+
+
+def release_like(n: int = 900) -> list[dict]:
+    """A file shaped like the public release: n low-tier cases, 30 rubric items each."""
+    base = sample_records()[0]
+    return [{**base, "case_id": f"CC-{i:04d}", "difficulty": "low"} for i in range(1, n + 1)]
+
+
+def test_validate_release_passes_the_release_shape(tmp_path, capsys):
+    from clinconsensus_tasks.cli import main
+
+    path = write_jsonl(tmp_path / "clinconsensus_low.jsonl", release_like())
+    report_file = tmp_path / "report" / "release.json"
+    assert main(["validate", "--release", str(path), "--report", str(report_file)]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert report == json.loads(report_file.read_text(encoding="utf-8"))
+    assert (report["records"], report["unique_case_ids"], report["total_rubrics"]) == (900, 900, 27000)
+    assert report["difficulty_counts"] == {"low": 900} and report["rubric_length_counts"] == {"30": 900}
+    assert report["missing_required_fields"] == [] and report["forbidden_field_keys"] == []
+    assert "release validation passed" in err
+
+
+def test_validate_release_reports_every_departure(tmp_path, capsys):
+    from clinconsensus_tasks.cli import main
+
+    rows = release_like()
+    rows[1]["case_id"] = rows[0]["case_id"]
+    rows[2]["difficulty"] = "high"
+    rows[3]["rubrics"] = rows[3]["rubrics"][:29]
+    del rows[4]["user_role"]
+    rows[5]["reference_answer"] = "参考答案"
+    rows[6]["qc_note"] = "ok"
+    rows[7]["clinical_context"] += " 联系 13812345678 或 a.b@example.com，身份证 11010519491231002X"
+    path = write_jsonl(tmp_path / "bad.jsonl", rows)
+    assert main(["validate", "--release", str(path)]) == 1
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert report["duplicate_case_ids"] == 1 and report["difficulty_counts"] == {"high": 1, "low": 899}
+    assert report["rubric_length_counts"] == {"29": 1, "30": 899} and report["total_rubrics"] == 26999
+    assert report["missing_required_fields"] == ["user_role"]
+    assert report["forbidden_field_keys"] == ["qc_note", "reference_answer"]
+    assert report["contact_like_matches_for_manual_review"] == {
+        "email_like": ["a.b@example.com"], "phone_like": ["13812345678"], "id_card_like": ["11010519491231002X"]}
+    for problem in ("expected exactly 900 unique cases, found 900 records with 899 unique case ids", "1 duplicate case id(s)",
+                    "found difficulties {'high': 1, 'low': 899}", "rubric counts per case: {'29': 1, '30': 899}",
+                    "fields missing from some records: user_role", "internal-looking fields present: qc_note, reference_answer"):
+        assert problem in err
+    assert "contact-like" not in err  # listed for review only, unless --strict-contact
+    assert main(["validate", "--release", str(path), "--strict-contact"]) == 1
+    assert "contact-like strings present: email_like, phone_like, id_card_like" in capsys.readouterr().err
+    # Plain validate stays lenient about the release's promises (a user's own case file).
+    assert main(["validate", str(write_jsonl(tmp_path / "own.jsonl", sample_records()[:2]))]) == 0

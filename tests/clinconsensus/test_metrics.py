@@ -65,8 +65,11 @@ def test_breakdowns_count_multi_label_cases_in_each_label():
     a = CaseResult(10, 30, slices={"difficulty": ["low"], "subject": ["心血管内科", "内科"], "audience": ["lay"]})
     b = CaseResult(30, 30, slices={"difficulty": ["low"], "subject": ["内科"], "audience": ["professional"]})
     tables = breakdowns([a, b], thresholds=(10,))
-    assert tables["subject"]["心血管内科"] == {"cases": 1.0, "rubric_accuracy": pytest.approx(1 / 3), "cacs@10": pytest.approx(1 / 21)}
-    assert tables["subject"]["内科"] == {"cases": 2.0, "rubric_accuracy": pytest.approx(40 / 60), "cacs@10": pytest.approx(11 / 21)}
+    assert tables["subject"]["心血管内科"] == {"cases": 1.0, "rubric_accuracy": pytest.approx(1 / 3), "pass@10": 1.0, "cacs@10": pytest.approx(1 / 21)}
+    assert tables["subject"]["内科"] == {"cases": 2.0, "rubric_accuracy": pytest.approx(40 / 60), "pass@10": 1.0, "cacs@10": pytest.approx(11 / 21)}
+    # Pass@k per slice, as the official summary reports it: a case below k counts against its slices.
+    c = CaseResult(9, 30, slices={"difficulty": ["low"], "subject": ["内科"], "audience": ["lay"]})
+    assert breakdowns([a, b, c], thresholds=(10,))["subject"]["内科"]["pass@10"] == pytest.approx(2 / 3)
     assert tables["audience"]["professional"]["cacs@10"] == 1.0
     assert "task" not in tables
     flat = flatten_breakdowns(tables)

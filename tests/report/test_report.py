@@ -48,6 +48,7 @@ def runs(server, tmp_path_factory):
         mp.setenv("INSPECT_CACHE_DIR", str(root / "inspect-cache"))
         mp.setenv("CLINCONSENSUS_CACHE_DIR", str(root / "judge-cache"))
         mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("CLINCONSENSUS_JUDGE_PROMPT", "project")  # the stand-in server knows the project's prompt
         server.reset()
         plans = [
             (clinconsensus(data="sample"), "openai-api/cand/cand-model", {"grader": "openai-api/judge/judge-model"}),

@@ -1,0 +1,78 @@
+"""The answer as the user saw it: thinking removed before judging, truncation counted, the same
+generation limit in both frameworks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clinconsensus_tasks.fake_openai_server import THINKING_PREFIX, candidate_answer, oracle_verdict
+from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
+
+from frameworks import HEADLINE, expected_metrics, run_lmeval
+
+
+def test_thinking_is_removed_and_an_unclosed_block_leaves_nothing():
+    assert visible_answer("直接回答。") == visible_answer("直接回答。", keep_thinking=True)
+    seen = visible_answer("<think>推理\n多行</think>\n\n回答正文")
+    assert (seen.text, seen.thinking_removed, seen.cut_in_thinking) == ("回答正文", True, False)
+    # The chat template opened the block in the prompt: only the closing tag is in the answer.
+    assert visible_answer("推理……</think>回答").text == "回答"
+    cut = visible_answer("<think>推理被截断")
+    assert (cut.text, cut.cut_in_thinking) == ("", True)
+    kept = visible_answer("<think>推理</think>回答", keep_thinking=True)
+    assert (kept.text, kept.thinking_removed) == ("<think>推理</think>回答", False)
+
+
+def test_both_frameworks_use_the_same_generation_limit():
+    root = Path(__file__).resolve().parents[2] / "task_configs" / "clinconsensus"
+    config = yaml.safe_load((root / "clinconsensus.yaml").read_text(encoding="utf-8").replace("!function", ""))
+    assert config["generation_kwargs"]["max_gen_toks"] == ANSWER_MAX_TOKENS == 8192
+
+
+@pytest.mark.slow
+def test_judge_grades_the_reply_without_thinking_in_both_frameworks(fake_server, tmp_path, monkeypatch):
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.dataset import load_cases
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    expected = expected_metrics()
+    log = inspect_eval(clinconsensus(data="sample"), model="openai-api/cand/thinker-model",
+                       model_roles={"grader": "openai-api/judge/judge-model"}, log_dir=str(tmp_path), display="none")[0]
+    inspect_metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
+    assert {k: inspect_metrics[k] for k in HEADLINE} == expected
+    assert log.samples[0].scores["rubric_scorer"].metadata["thinking_removed"] is True
+    assert log.plan.config.max_tokens == ANSWER_MAX_TOKENS  # the limit the candidate was asked with
+    _, lmeval_metrics = run_lmeval(fake_server.base_url, candidate="thinker-model")
+    assert {k: lmeval_metrics[k] for k in HEADLINE} == expected
+
+    # With the flag, the judge sees the thinking too: verdicts on the whole text.
+    log = inspect_eval(clinconsensus(data="sample", judge_sees_thinking=True), model="openai-api/cand/thinker-model",
+                       model_roles={"grader": "openai-api/judge/judge-model"}, log_dir=str(tmp_path), display="none")[0]
+    whole = lambda q: f"{THINKING_PREFIX}</think>\n\n{candidate_answer(q)}"  # noqa: E731
+    met = sum(oracle_verdict(whole(c.question), t) for c in load_cases("sample").cases for _, t in c.rubrics)
+    assert log.results.scores[0].metrics["rubric_accuracy"].value == met / 360
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_SEES_THINKING", "1")
+    _, lmeval_metrics = run_lmeval(fake_server.base_url, candidate="thinker-model")
+    assert lmeval_metrics["rubric_accuracy"] == met / 360
+
+
+@pytest.mark.slow
+def test_answers_cut_by_the_limit_are_counted_in_both_frameworks(fake_server, tmp_path):
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    log = inspect_eval(clinconsensus(data="sample"), model="openai-api/cand/truncated-model",
+                       model_roles={"grader": "openai-api/judge/judge-model"}, log_dir=str(tmp_path), display="none")[0]
+    inspect_metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
+    assert log.samples[0].output.stop_reason == "max_tokens"
+    _, lmeval_metrics = run_lmeval(fake_server.base_url, candidate="truncated-model")
+    for metrics in (inspect_metrics, lmeval_metrics):
+        # Cut while thinking: the user saw no reply; nothing was sent to the judge.
+        assert (metrics["truncated_answers"], metrics["empty_answers"], metrics["rubric_accuracy"]) == (12.0, 12.0, 0.0)
+    assert fake_server.stats()["kinds"].get("per_criterion", 0) == 0
+
