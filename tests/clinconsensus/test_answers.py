@@ -10,6 +10,7 @@ import yaml
 
 from clinconsensus_tasks.fake_openai_server import THINKING_PREFIX, candidate_answer, oracle_verdict
 from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
+from clinconsensus_tasks.scorers.clinconsensus.cacs import mean
 
 from frameworks import HEADLINE, expected_metrics, run_lmeval
 
@@ -53,11 +54,12 @@ def test_judge_grades_the_reply_without_thinking_in_both_frameworks(fake_server,
     log = inspect_eval(clinconsensus(data="sample", judge_sees_thinking=True), model="openai-api/cand/thinker-model",
                        model_roles={"grader": "openai-api/judge/judge-model"}, log_dir=str(tmp_path), display="none")[0]
     whole = lambda q: f"{THINKING_PREFIX}</think>\n\n{candidate_answer(q)}"  # noqa: E731
-    met = sum(oracle_verdict(whole(c.question), t) for c in load_cases("sample").cases for _, t in c.rubrics)
-    assert log.results.scores[0].metrics["rubric_accuracy"].value == met / 360
+    per_case = [sum(oracle_verdict(whole(c.question), t) for _, t in c.rubrics) / 30 for c in load_cases("sample").cases]
+    # Rubric accuracy: the mean of the per-case shares (= total met / 360: every case has 30 criteria).
+    assert log.results.scores[0].metrics["rubric_accuracy"].value == mean(per_case) == pytest.approx(sum(per_case) * 30 / 360, rel=1e-15)
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_SEES_THINKING", "1")
     _, lmeval_metrics = run_lmeval(fake_server.base_url, candidate="thinker-model")
-    assert lmeval_metrics["rubric_accuracy"] == met / 360
+    assert lmeval_metrics["rubric_accuracy"] == mean(per_case)
 
 
 @pytest.mark.slow

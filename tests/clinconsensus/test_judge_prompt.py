@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from clinconsensus_tasks.scorers.clinconsensus.cacs import mean
 from clinconsensus_tasks.clinconsensus.dataset import load_cases, sample_path
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.fake_openai_server import candidate_answer, oracle_verdict, template_pattern
@@ -216,8 +217,8 @@ def test_judge_receives_exactly_the_filled_template_in_both_frameworks(fake_serv
     assert Counter(m[0]["content"] for m in fake_server.judge_messages()) == expected_messages
     assert fake_server.stats()["kinds"] == {"probe": 1, "candidate": 12, "per_criterion": 360}
     assert {k: lmeval_metrics[k] for k in HEADLINE} == {k: inspect_metrics[k] for k in HEADLINE}
-    met = sum(oracle_verdict(candidate_answer(c.question), t) for c in cases for _, t in c.rubrics)
-    assert inspect_metrics["rubric_accuracy"] == met / 360
+    per_case = [sum(oracle_verdict(candidate_answer(c.question), t) for _, t in c.rubrics) / 30 for c in cases]
+    assert inspect_metrics["rubric_accuracy"] == mean(per_case) == pytest.approx(sum(per_case) * 30 / 360, rel=1e-15)
 
     samples_dir = tmp_path / "lmeval" / "cand-model-lmeval"
     samples_dir.mkdir(parents=True)
@@ -236,4 +237,4 @@ def test_judge_receives_exactly_the_filled_template_in_both_frameworks(fake_serv
     assert exported == json.loads(lmeval_file.read_text(encoding="utf-8"))
     assert [e["case_id"] for e in exported] == [c.case_id for c in cases]
     assert [r["criterion_id"] for r in exported[1]["criteria_results"]] == [str(i) for i in range(1, 31)]
-    assert sum(r["criteria_met"] is True for e in exported for r in e["criteria_results"]) == met
+    assert sum(r["criteria_met"] is True for e in exported for r in e["criteria_results"]) == round(sum(per_case) * 30)
