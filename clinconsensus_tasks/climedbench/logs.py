@@ -24,11 +24,11 @@ line or sample, and field.
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clinconsensus_tasks.clinconsensus.dataset import read_jsonl
 from clinconsensus_tasks.errors import DataValidationError
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult, item_key
 
@@ -107,21 +107,17 @@ def read_lmeval_samples(path: str | Path) -> ItemLog:
     """
     path = Path(path)
     out = ItemLog(str(path), path.parent.name, "lm-eval")
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                sample = json.loads(line)
-                result = ItemResult.from_lmeval_sample(sample, where)
-            except ValueError as exc:  # json.JSONDecodeError is a ValueError
-                raise DataValidationError([str(exc) if str(exc).startswith(where) else f"{where}: {exc}"]) from exc
-            if result is None:
-                doc = sample["doc"]
-                out.unscored.append(Unscored(str(path), f"line {number}", 1, "no metric value in the record", str(doc["scenario"]).upper(), str(doc["id"])))
-            else:
-                out.results.append(result)
+    for where, sample in read_jsonl(path):  # invalid JSON: an error naming file and line
+        try:
+            result = ItemResult.from_lmeval_sample(sample, where)
+        except ValueError as exc:
+            raise DataValidationError([str(exc)]) from exc
+        if result is None:
+            doc = sample["doc"]
+            out.unscored.append(Unscored(str(path), f"line {where.rsplit(':', 1)[1]}", 1, "no metric value in the record",
+                                         str(doc["scenario"]).upper(), str(doc["id"])))
+        else:
+            out.results.append(result)
     return out
 
 

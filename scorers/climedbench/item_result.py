@@ -116,7 +116,7 @@ class ItemResult:
         Raises ``ValueError`` naming ``where`` and the field when the record is not a CliMedBench
         sample or its values are malformed.
         """
-        doc = sample.get("doc")
+        doc = sample.get("doc") if isinstance(sample, Mapping) else None
         if not isinstance(doc, Mapping) or "scenario" not in doc or "id" not in doc:
             raise ValueError(f"{where}: not a CliMedBench sample record (no doc.scenario / doc.id)")
         code = str(doc["scenario"]).upper()
@@ -128,8 +128,11 @@ class ItemResult:
         if "parse_failure" not in sample:
             raise ValueError(f"{where}: field 'parse_failure' missing next to {metric!r}")
         answer, model = _lmeval_answer(sample, code)
-        return cls(str(doc["id"]), code, float(sample[metric]), float(sample["parse_failure"]) < 0.5, answer,
-                   similarity_model=model)
+        try:
+            value, failure = float(sample[metric]), float(sample["parse_failure"])
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: field {metric!r} or 'parse_failure': not a number ({exc})") from exc
+        return cls(str(doc["id"]), code, value, failure < 0.5, answer, similarity_model=model)
 
 
 def _lmeval_answer(sample: Mapping[str, Any], code: str) -> tuple[str, str | None]:
