@@ -24,8 +24,10 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from clinconsensus_tasks.adaptive.engine import AdaptiveSession, ItemBank, build_response_matrix, calibrate_bank
 from clinconsensus_tasks.climedbench.dataset import load_scenario
+from clinconsensus_tasks.climedbench.logs import is_lmeval_samples, read_item_log
 from clinconsensus_tasks.errors import ConfigurationError, DataValidationError
-from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt, score_answer, score_similarity
+from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult, item_key, score_item
+from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt
 from clinconsensus_tasks.scorers.irt import dichotomize
 
 STATE_FORMAT = "clinconsensus-cat-run"
@@ -33,37 +35,15 @@ STATE_FORMAT = "clinconsensus-cat-run"
 # -- reading per-item results ----------------------------------------------------------------------
 
 
-def item_key(code: str, item_id: str) -> str:
-    return f"{code}:{item_id}"
-
-
-def _inspect_items(path: Path) -> Iterator[tuple[str, str, str, float | None]]:
-    from inspect_ai.log import read_eval_log
-
-    log = read_eval_log(str(path))
-    model = log.eval.model
-    for sample in log.samples or []:
-        score = (sample.scores or {}).get("climedbench_scorer")
-        meta = sample.metadata or {}
-        if score is None or "scenario" not in meta:
-            continue
-        code = meta["scenario"]
-        yield model, item_key(code, meta["item"]["id"]), SCENARIOS[code].metric, float(score.value["value"])
-
-
-def _lmeval_items(path: Path) -> Iterator[tuple[str, str, str, float | None]]:
-    model = path.parent.name  # lm-eval writes <output_path>/<model>/samples_<task>_<time>.jsonl
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            sample = json.loads(line)
-            doc = sample.get("doc") or {}
-            if "scenario" not in doc:
-                raise DataValidationError([f"{path}:{number}: not a CliMedBench sample record (no doc.scenario)"])
-            metric = SCENARIOS[doc["scenario"]].metric
-            value = sample.get(metric)
-            yield model, item_key(doc["scenario"], doc["id"]), metric, None if value is None else float(value)
+def _logged_items(path: Path) -> Iterator[tuple[str, str, str, float | None]]:
+    """Scored items of an Inspect log or lm-eval samples file; an unscored sample is a missing
+    response (``None``), with a warning naming file and sample (see ``climedbench.logs``)."""
+    log = read_item_log(path)
+    log.warn_unscored()
+    for result in log.results:
+        yield log.model, result.key, result.metric, result.value
+    for entry in log.unscored:
+        yield log.model, entry.key, SCENARIOS[entry.scenario].metric, None
 
 
 def _synthetic_items(path: Path) -> Iterator[tuple[str, str, str, float | None]]:
@@ -83,10 +63,8 @@ def read_item_results(paths: Sequence[str]) -> list[tuple[str, str, str, float |
     for p in map(Path, paths):
         if not p.is_file():
             raise FileNotFoundError(f"no such file: {p}")
-        if p.suffix in (".eval", ".json"):
-            records += list(_inspect_items(p))
-        elif p.name.startswith("samples_"):
-            records += list(_lmeval_items(p))
+        if p.suffix in (".eval", ".json") or is_lmeval_samples(p):
+            records += list(_logged_items(p))
         elif p.suffix == ".jsonl":
             records += list(_synthetic_items(p))
         else:
@@ -119,20 +97,23 @@ def _items_by_key(codes: Iterable[str], data_dir: str | None) -> dict[str, dict[
     return out
 
 
+def _score_answer(code: str, item: dict[str, Any], answer: str, similarity_model: str | None) -> ItemResult:
+    """Score one answer as the full tasks do; WTD embeds answer and reference (one pair, no batching)."""
+    if SCENARIOS[code].kind != SIMILARITY or not answer.strip():
+        return score_item(code, item, answer)
+    from clinconsensus_tasks.climedbench.similarity import configured_model, cosine_similarities
+
+    model = configured_model(similarity_model)
+    cosine = cosine_similarities([answer], [item["answer"]], model)[0]
+    return score_item(code, item, answer, cosine=cosine, similarity_model=model)
+
+
 async def _score(model: Any, code: str, item: dict[str, Any], similarity_model: str | None) -> dict[str, Any]:
     from inspect_ai.model import GenerateConfig
 
-    scenario = SCENARIOS[code]
-    output = await model.generate(build_prompt(scenario, item), config=GenerateConfig(temperature=0.0))
-    answer = output.completion
-    if scenario.kind == SIMILARITY:
-        from clinconsensus_tasks.climedbench.similarity import configured_model, cosine_similarities
-
-        cosine = (await asyncio.to_thread(cosine_similarities, [answer], [item["answer"]], configured_model(similarity_model)))[0]
-        value, parsed = score_similarity(answer, cosine)
-    else:
-        value, parsed = score_answer(scenario, item, answer)
-    return {"answer": answer, "value": value, "parsed": parsed, "metric": scenario.metric}
+    output = await model.generate(build_prompt(SCENARIOS[code], item), config=GenerateConfig(temperature=0.0))
+    result = await asyncio.to_thread(_score_answer, code, item, output.completion, similarity_model)
+    return {"answer": result.answer, "value": result.value, "parsed": result.parsed, "metric": result.metric}
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -233,14 +214,6 @@ def synthesize(
     config = GenerateConfig(temperature=0.0)
     work = [(code, item) for code in codes for item in load_scenario(code, data_dir, announce=False).items[: limit or None]]
 
-    def score(code: str, item: dict[str, Any], answer: str) -> float:
-        scenario = SCENARIOS[code]
-        if scenario.kind == SIMILARITY:
-            from clinconsensus_tasks.climedbench.similarity import configured_model, cosine_similarities
-
-            return score_similarity(answer, cosine_similarities([answer], [item["answer"]], configured_model(similarity_model))[0])[0]
-        return score_answer(scenario, item, answer)[0]
-
     async def one(code: str, item: dict[str, Any]) -> list[dict[str, Any]]:
         prompt = build_prompt(SCENARIOS[code], item)
         first = (await gen.generate(prompt, config=config)).completion
@@ -249,7 +222,7 @@ def synthesize(
         out = []
         for examinee, answer in ((f"{generator}/generation", first), (f"{debater}/debate", critique), (f"{generator}/reflection", final)):
             out.append({"examinee": examinee, "item": item_key(code, item["id"]), "scenario": code,
-                        "metric": SCENARIOS[code].metric, "value": score(code, item, answer), "answer": answer})
+                        "metric": SCENARIOS[code].metric, "value": _score_answer(code, item, answer, similarity_model).value, "answer": answer})
         return out
 
     async def everything() -> list[list[dict[str, Any]]]:

@@ -14,13 +14,14 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.solver import TaskState, generate
 
 from clinconsensus_tasks.climedbench.dataset import load_scenario
-from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt, scenario_codes, score_answer, score_similarity, summarize
+from clinconsensus_tasks.scorers.climedbench.item_result import item_key, score_item
+from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt, scenario_codes, summarize
 
 
 def item_to_sample(code: str, item: dict[str, Any]) -> Sample:
     scenario = SCENARIOS[code]
     return Sample(
-        id=f"{code}:{item['id']}",
+        id=item_key(code, item["id"]),
         input=build_prompt(scenario, item),
         target=item["answer"] if isinstance(item["answer"], str) else " ".join(item["answer"]),
         metadata={"scenario": code, "item": item},
@@ -52,25 +53,16 @@ def climedbench_scorer(similarity_model: str | None = None) -> Scorer:
         nonlocal batcher
         code = state.metadata["scenario"]
         item = state.metadata["item"]
-        scenario = SCENARIOS[code]
         answer = state.output.completion if state.output else ""
-        extra: dict[str, Any] = {}
-        if scenario.kind == SIMILARITY:
-            from clinconsensus_tasks.climedbench.similarity import EmbeddingBatcher, configured_model
+        if SCENARIOS[code].kind != SIMILARITY:
+            return Score(**score_item(code, item, answer, epoch=state.epoch).score_fields())
+        from clinconsensus_tasks.climedbench.similarity import EmbeddingBatcher, configured_model
 
-            if batcher is None:
-                batcher = EmbeddingBatcher(configured_model(similarity_model))
-            cosine = await batcher.similarity(answer, item["answer"]) if answer.strip() else 0.0
-            value, parsed = score_similarity(answer, cosine)
-            extra["similarity_model"] = batcher.model_name
-        else:
-            value, parsed = score_answer(scenario, item, answer)
-        return Score(
-            value={"value": value, "parsed": 1.0 if parsed else 0.0},
-            answer=answer,
-            explanation=f"{scenario.metric}={value:.4f}" + ("" if parsed else " (unparseable answer)"),
-            metadata={"scenario": code, "metric": scenario.metric, **extra},
-        )
+        if batcher is None:
+            batcher = EmbeddingBatcher(configured_model(similarity_model))
+        cosine = await batcher.similarity(answer, item["answer"]) if answer.strip() else 0.0
+        result = score_item(code, item, answer, cosine=cosine, similarity_model=batcher.model_name, epoch=state.epoch)
+        return Score(**result.score_fields())
 
     return score
 

@@ -3,22 +3,24 @@
 Each scenario is a task (``task_configs/climedbench/climedbench_<code>.yaml``, sharing
 ``_template_yaml``) grouped by dimension and into ``climedbench``; the multiple-choice scenarios
 also come as log-likelihood tasks (``climedbench_<code>_ll``, group ``climedbench_ll``) for base
-models. Documents carry the rendered prompt and the item as JSON, so items of any shape (four or
-five options, keyword lists, reference texts) pass through ``datasets`` unchanged; scoring calls
-the shared core in ``clinconsensus_tasks.scorers.climedbench.scenarios``.
+models. The YAMLs are written by ``task_configs/climedbench/_generate_configs.py`` from the
+scenario table. Documents carry the rendered prompt and the item as JSON, so items of any shape
+(four or five options, keyword lists, reference texts) pass through ``datasets`` unchanged;
+scoring calls the shared core (``clinconsensus_tasks.scorers.climedbench.item_result.score_item``),
+the same as the Inspect scorer.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from typing import Any, Sequence
 
 from clinconsensus_tasks.climedbench.dataset import ENV_DATA_DIR, load_scenario
 from clinconsensus_tasks.clinconsensus.lmeval_task import first_responses
-from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt, option_letters, score_answer, score_similarity
+from clinconsensus_tasks.scorers.climedbench.item_result import score_item
+from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt, option_letters
 from clinconsensus_tasks.climedbench.similarity import configured_model, cosine_similarities
 
 
@@ -45,20 +47,19 @@ def loglikelihood_prompt(code: str, item: dict[str, Any]) -> str:
 
 
 def process_results(doc: dict, results: Sequence[str]) -> dict[str, float]:
-    """Score one answer; every scenario reports its metric, ``score`` and ``parse_failure``."""
-    scenario = SCENARIOS[doc["scenario"]]
+    """Score one answer; every scenario reports its metric, ``score`` and ``parse_failure``.
+
+    Each is a per-document value that the task YAMLs aggregate with lm-eval's built-in ``mean``,
+    so lm-eval also reports its standard error (``<metric>_stderr``).
+    """
+    code = doc["scenario"]
     item = json.loads(doc["item_json"])
-    if scenario.kind == SIMILARITY:
+    if SCENARIOS[code].kind == SIMILARITY:
         record = json.loads(results[0])
-        value, parsed = score_similarity(record["answer"], record["cosine"])
+        result = score_item(code, item, record["answer"], cosine=record["cosine"], similarity_model=record.get("similarity_model"))
     else:
-        value, parsed = score_answer(scenario, item, results[0])
-    return {scenario.metric: value, "score": value, "parse_failure": 0.0 if parsed else 1.0}
-
-
-def mean(values: Sequence[float]) -> float:
-    """Exactly rounded mean (``math.fsum``), so the order documents come back in cannot matter."""
-    return math.fsum(values) / len(values) if values else 0.0
+        result = score_item(code, item, results[0])
+    return result.lmeval_metrics()
 
 
 def similarity_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[str]:

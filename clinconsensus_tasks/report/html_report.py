@@ -29,9 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from clinconsensus_tasks.climedbench.logs import read_item_log
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, CaseResult, breakdowns, cacs_at_k, summarize
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
+from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult
 
 HEADLINE = ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10")
 CURVE_KS = range(1, 31)
@@ -74,12 +76,16 @@ class ClinRun:
 
 @dataclass
 class MedRun:
-    """One CliMedBench run: ``(scenario, value, parsed)`` rows and their summary."""
+    """One CliMedBench run: its scored items and their summary."""
 
     name: str
     path: str
-    rows: list[tuple[str, float, bool]]
+    results: list[ItemResult]
     meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> list[tuple[str, float, bool]]:
+        return [r.row for r in self.results]
 
     def summary(self) -> dict[str, float]:
         return cmb.summarize(self.rows)
@@ -130,36 +136,16 @@ def _read_inspect(path: Path, runs: Runs) -> None:
         n = int((log.eval.task_args or {}).get("n_criteria") or DEFAULT_N_CRITERIA)
         runs.clin.append(ClinRun(log.eval.model, str(path), read_case_records(path), n, meta))
     elif task.startswith("climedbench"):
-        runs.med.append(MedRun(log.eval.model, str(path), _inspect_climedbench_rows(path), meta))
+        runs.med.append(MedRun(log.eval.model, str(path), _climedbench_results(path), meta))
     else:
         raise ValueError(f"{path}: task {log.eval.task!r} is neither ClinConsensus nor CliMedBench")
 
 
-def _inspect_climedbench_rows(path: Path) -> list[tuple[str, float, bool]]:
-    from inspect_ai.log import read_eval_log
-
-    rows = []
-    for sample in read_eval_log(str(path)).samples or []:
-        score = (sample.scores or {}).get("climedbench_scorer")
-        if score is None or not isinstance(score.value, dict):
-            raise ValueError(f"{path}: sample {sample.id!r} has no climedbench_scorer score")
-        rows.append((str(sample.metadata["scenario"]), float(score.value["value"]), float(score.value["parsed"]) >= 0.5))
-    return rows
-
-
-def _lmeval_climedbench_rows(path: Path) -> list[tuple[str, float, bool]]:
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        sample = json.loads(line)
-        code = str(sample["doc"]["scenario"]).upper()
-        metric = cmb.SCENARIOS[code].metric
-        if metric not in sample:
-            raise ValueError(f"{path}:{number}: no {metric!r} value in the sample record")
-        parse_failure = float(sample.get("parse_failure", 0.0))
-        rows.append((code, float(sample[metric]), parse_failure < 0.5))
-    return rows
+def _climedbench_results(path: Path) -> list[ItemResult]:
+    """The run's scored items; an unscored sample is an error (a scenario score without it would be wrong)."""
+    log = read_item_log(path)
+    log.require_scored()
+    return log.results
 
 
 def _lmeval_meta(path: Path) -> dict[str, Any]:
@@ -190,7 +176,7 @@ def read_runs(paths: Sequence[str | Path]) -> Runs:
         elif name.startswith("samples_clinconsensus") and path.suffix == ".jsonl":
             runs.clin.append(ClinRun(path.parent.name, str(path), read_case_records(path), meta=_lmeval_meta(path)))
         elif name.startswith("samples_climedbench") and path.suffix == ".jsonl":
-            runs.med.append(MedRun(path.parent.name, str(path), _lmeval_climedbench_rows(path), _lmeval_meta(path)))
+            runs.med.append(MedRun(path.parent.name, str(path), _climedbench_results(path), _lmeval_meta(path)))
         else:
             raise ValueError(f"{path}: expected an Inspect log, samples_clinconsensus*/samples_climedbench_* .jsonl or results_*.json")
     _unique_names(runs.clin)

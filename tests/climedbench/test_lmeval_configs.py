@@ -1,0 +1,77 @@
+"""The CliMedBench lm-eval YAMLs: exactly what the committed generator writes, packaged in the
+wheel, and aggregated by lm-eval's own built-in ``mean`` (so lm-eval reports the stderr)."""
+
+from __future__ import annotations
+
+import fnmatch
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clinconsensus_tasks.scorers.climedbench.item_result import score_item
+from clinconsensus_tasks.scorers.climedbench.scenarios import CHOICE, DIMENSIONS, SCENARIOS
+from clinconsensus_tasks.task_configs.climedbench import _generate_configs as generator
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDER = ROOT / "task_configs" / "climedbench"
+
+
+def test_committed_files_are_what_the_generator_writes():
+    generated = generator.generate()
+    for name, text in generated.items():
+        assert (FOLDER / name).read_text(encoding="utf-8") == text, f"{name}: run _generate_configs.py"
+    assert generator.stale_files(FOLDER) == []
+    # 14 generative tasks, 10 log-likelihood tasks, 7 dimension groups and the two top groups.
+    choice = [s for s in SCENARIOS.values() if s.kind == CHOICE]
+    assert len(generated) == len(SCENARIOS) + len(choice) + len(DIMENSIONS) + 2 == 33
+    assert {f"{s.task_name}.yaml" for s in SCENARIOS.values()} | {f"{s.task_name}_ll.yaml" for s in choice} <= set(generated)
+
+
+def test_check_mode_reports_a_stale_or_extra_file(tmp_path):
+    for name, text in generator.generate().items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    command = [sys.executable, "-m", "clinconsensus_tasks.task_configs.climedbench._generate_configs", "--check", "--folder", str(tmp_path)]
+    assert subprocess.run(command, cwd=ROOT, capture_output=True, text=True).returncode == 0
+    (tmp_path / "climedbench_sso.yaml").write_text("task: climedbench_sso\n", encoding="utf-8")
+    (tmp_path / "climedbench_old.yaml").write_text("task: climedbench_old\n", encoding="utf-8")
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "out of date: climedbench_sso.yaml" in done.stderr and "climedbench_old.yaml (not generated)" in done.stderr
+
+
+def test_task_metrics_are_what_process_results_returns():
+    for scenario in SCENARIOS.values():
+        _, config = generator.task_config(generator.VARIANTS[0], scenario)
+        names = [m["metric"] for m in config["metric_list"]]
+        item = {"id": "x", "options": dict.fromkeys("ABCD", "o"), "answer": "ABCD" if scenario.kind == "order" else "A"}
+        if scenario.kind == "keywords":
+            item = {"id": "x", "answer": ["k"]}
+        result = score_item(scenario.code, item, "", cosine=0.0)
+        assert names == list(result.lmeval_metrics()), scenario.code
+        assert {m["aggregation"] for m in config["metric_list"]} == {"mean"}
+
+
+def test_lm_eval_uses_its_builtin_mean_for_every_metric():
+    from lm_eval.api.metrics import mean, stderr_for_metric
+
+    from clinconsensus_tasks.lmeval_tasks import task_manager
+
+    tasks = task_manager().load([s.task_name for s in SCENARIOS.values()])["tasks"]
+    for scenario in SCENARIOS.values():
+        aggregations = tasks[scenario.task_name].aggregation()
+        assert set(aggregations) == {scenario.metric, "score", "parse_failure"}
+        assert all(fn is mean for fn in aggregations.values()), scenario.code
+    assert stderr_for_metric(mean, bootstrap_iters=1) is not None  # what makes lm-eval add <metric>_stderr
+
+
+def test_the_wheel_packages_every_yaml():
+    """Every file of the folder matches a package-data pattern of both installed copies."""
+    tomllib = pytest.importorskip("tomllib", reason="Python 3.11+")
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
+    for package in ("clinconsensus_tasks.task_configs.climedbench", "lm_eval.tasks.clinconsensus_tasks.climedbench"):
+        patterns = package_data[package]
+        for path in FOLDER.iterdir():
+            if path.suffix != ".py" and path.name != "__pycache__":
+                assert any(fnmatch.fnmatch(path.name, p) for p in patterns), (package, path.name)
