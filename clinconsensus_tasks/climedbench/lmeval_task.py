@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from clinconsensus_tasks.climedbench.dataset import ENV_DATA_DIR, load_scenario
 from clinconsensus_tasks.clinconsensus.lmeval_task import first_responses
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt, option_letters, score_answer, score_similarity
-from clinconsensus_tasks.climedbench.similarity import configured_model, cosine_similarities
+from clinconsensus_tasks.climedbench.similarity import check_model, configured_model, cosine_similarities
 
 
 def load_dataset(scenario: str, loglikelihood: bool = False, **kwargs: Any) -> dict[str, Any]:
@@ -27,6 +27,8 @@ def load_dataset(scenario: str, loglikelihood: bool = False, **kwargs: Any) -> d
     import datasets
 
     loaded = load_scenario(scenario, os.environ.get(ENV_DATA_DIR) or None)
+    if loaded.scenario.kind == SIMILARITY:
+        check_model()  # before any generation: one clear error instead of a failure after every answer
     rows = []
     for item in loaded.items:
         row = {"id": item["id"], "scenario": loaded.scenario.code, "item_json": json.dumps(item, ensure_ascii=False),
