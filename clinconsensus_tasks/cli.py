@@ -1,5 +1,7 @@
 """``clinconsensus-eval``: what the frameworks' own commands do not do.
 
+* ``demo``: everything end to end on the bundled samples against a built-in stand-in model and
+  judge (no endpoint needed): both benchmarks, every installed framework, the report.
 * ``summarize LOG...``: headline metrics and breakdowns (difficulty, subject, task label,
   audience) recomputed from an Inspect log or an lm-eval sample file, with any thresholds.
 * ``validate [DATA]``: validate a ClinConsensus data file (or ``sample``/``hub``) and print counts.
@@ -275,6 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--limit", type=int, help="items per scenario")
     q.add_argument("--similarity-model")
     q.set_defaults(func=_cat)
+
+    from clinconsensus_tasks.demo import add_demo_arguments, main_demo
+
+    p = sub.add_parser("demo", help="run both benchmarks in every installed framework against a built-in stand-in "
+                                    "model and judge (no endpoint needed), write the report, print the real commands")
+    add_demo_arguments(p)
+    p.set_defaults(func=main_demo)
 
     from clinconsensus_tasks.report.html_report import add_report_arguments, main_report
 

@@ -40,6 +40,15 @@ def configured_model(name: str | None = None) -> str:
     return name or os.environ.get(ENV_SIMILARITY_MODEL) or DEFAULT_SIMILARITY_MODEL
 
 
+class SimilarityModelUnavailable(ConfigurationError):
+    """The similarity model cannot be used; ``reason`` says why (the message adds every way out)."""
+
+    def __init__(self, model: str, reason: str):
+        super().__init__(how_to_provide(model, reason))
+        self.model = model
+        self.reason = reason
+
+
 def how_to_provide(model: str, reason: str) -> str:
     """The one message for a similarity model that cannot be used: what failed and every way out."""
     return (
@@ -68,19 +77,19 @@ def _check_hub_model(name: str) -> None:
     except Exception:
         pass
     if _hub_offline():
-        raise ConfigurationError(how_to_provide(name, "it is not a local folder, not in the Hugging Face cache, and HF_HUB_OFFLINE is set"))
+        raise SimilarityModelUnavailable(name, "it is not a local folder, not in the Hugging Face cache, and HF_HUB_OFFLINE is set")
     try:
         HfApi().model_info(name, timeout=10)
     except Exception as exc:
-        raise ConfigurationError(
-            how_to_provide(name, f"it is not a local folder and the Hugging Face hub did not serve it ({type(exc).__name__}: {exc})")
+        raise SimilarityModelUnavailable(
+            name, f"it is not a local folder and the Hugging Face hub did not serve it ({type(exc).__name__}: {exc})"
         ) from exc
 
 
 def check_model(name: str | None = None) -> str:
     """Load the configured similarity model now, before any answer is generated; return its name.
 
-    Raises :class:`ConfigurationError` with :func:`how_to_provide`'s message when it cannot be used.
+    Raises :class:`SimilarityModelUnavailable` (a ``ConfigurationError``) when it cannot be used.
     """
     model = configured_model(name)
     if model not in _models and not os.path.isdir(model):
@@ -100,14 +109,13 @@ def load_model(name: str) -> Any:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise ConfigurationError(
-                how_to_provide(name, f"sentence-transformers is not installed ({exc}): pip install "
-                               "'clinconsensus-tasks[similarity]' (install torch first)")
+            raise SimilarityModelUnavailable(
+                name, f"sentence-transformers is not installed ({exc}): pip install 'clinconsensus-tasks[similarity]' (install torch first)"
             ) from exc
         try:
             model = SentenceTransformer(name, device="cpu" if not _has_accelerator() else None)
         except Exception as exc:
-            raise ConfigurationError(how_to_provide(name, f"{type(exc).__name__}: {exc}")) from exc
+            raise SimilarityModelUnavailable(name, f"{type(exc).__name__}: {exc}") from exc
         model.double()  # see the module docstring: batch-independent results
         _models[name] = model
         return model
