@@ -585,9 +585,9 @@ def add_report_arguments(parser: Any) -> None:
                                                 "and results_*.json files, of any number of models")
     parser.add_argument("--output", required=True, help="the HTML file to write (report.md is written beside it)")
     parser.add_argument("--markdown", help="where to write the Markdown summary (default: report.md beside --output)")
-    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of cases (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--title", default="ClinConsensus / CliMedBench results")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of cases")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    parser.add_argument("--title", default="ClinConsensus / CliMedBench results", help="the page title")
 
 
 def main_report(args: Any) -> int:
