@@ -19,7 +19,11 @@ from typing import Any, Sequence
 from clinconsensus_tasks.climedbench.dataset import ENV_DATA_DIR, load_scenario
 from clinconsensus_tasks.clinconsensus.lmeval_task import first_responses
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt, option_letters, score_answer, score_similarity
+from clinconsensus_tasks.lmeval_tasks import quiet_custom_dataset_hint
 from clinconsensus_tasks.climedbench.similarity import check_model, configured_model, cosine_similarities
+
+
+quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here
 
 
 def load_dataset(scenario: str, loglikelihood: bool = False, **kwargs: Any) -> dict[str, Any]:

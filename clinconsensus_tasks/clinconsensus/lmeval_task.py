@@ -25,12 +25,15 @@ from typing import Any, Callable, Sequence
 
 from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
 from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.lmeval_tasks import quiet_custom_dataset_hint
 from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, cacs_at_k, pass_at_k, rubric_accuracy
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics, pair_verdicts
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION, PROBE_MESSAGES
+
+quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here
 
 ENV_JUDGE_MODE = "CLINCONSENSUS_JUDGE_MODE"
 ENV_N_CRITERIA = "CLINCONSENSUS_N_CRITERIA"
