@@ -424,7 +424,9 @@ def heatmap(rows: Sequence[str], cols: Sequence[str], values: Mapping[tuple[str,
 def bar_chart(groups: Sequence[str], series: Mapping[str, Sequence[float | None]], title: str, ymax: float = 1.0) -> str:
     """Grouped bars: one group per label, one bar per series (model)."""
     names = list(series)
-    bar_w, gap, left, top, plot_h = 22, 24, 60, 30, 240
+    gap, left, top, plot_h = 24, 60, 30, 240
+    # Bars narrow down (to 6 px) as groups and models multiply, so the plot stays about 1,000 px wide.
+    bar_w = max(6, min(22, int((1000 / max(1, len(groups)) - gap) / max(1, len(names)))))
     group_w = bar_w * max(1, len(names)) + gap
     plot_w = group_w * len(groups)
     w, h = round(left + plot_w + 20 + legend_width(names)), top + plot_h + 50
