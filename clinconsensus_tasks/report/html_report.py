@@ -199,7 +199,7 @@ def _read_lmeval_climedbench(paths: Sequence[Path], runs: Runs) -> None:
     """One lm-eval CliMedBench run from its samples files (one per scenario task, same folder and
     timestamp): one CliMedBench run in the report, as in Inspect."""
     rows, tasks, used = [], [], []
-    for path in paths:
+    for path in sorted(paths):  # the same run whichever order the files were named in
         found = _lmeval_climedbench_rows(path)
         if not found:
             runs.skipped.append((str(path), "no samples"))

@@ -400,7 +400,7 @@ def test_report_from_lmeval_sample_files(fake_server, tmp_path, monkeypatch):
     assert scores["examinee-3"]["BKT (accuracy)"] == f"{results['results']['climedbench_bkt']['score,answer']:.4f}"
     assert markdown_table(md, "Parse failures per scenario")["examinee-3"]["BKT"] == \
         f"{results['results']['climedbench_bkt']['parse_failure,answer']:.4f}"
-    for task in ("clinconsensus", "climedbench_sso, climedbench_bkt"):
+    for task in ("clinconsensus", "climedbench_bkt, climedbench_sso"):
         assert f"| examinee-3 | examinee-3 | lm-eval | {task} |" in md
     # The lm-eval output folder gives the same report as its files.
     build_report([tmp_path / "lmeval"], tmp_path / "folder" / "report.html", resamples=200)
