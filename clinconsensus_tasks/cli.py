@@ -1,5 +1,7 @@
 """``clinconsensus-eval``: what the frameworks' own commands do not do.
 
+* ``demo``: everything end to end on the bundled samples against a built-in stand-in model and
+  judge (no endpoint needed): both benchmarks, every installed framework, the report.
 * ``summarize LOG...``: headline metrics and breakdowns (difficulty, subject, task label,
   audience) recomputed from an Inspect log or an lm-eval sample file, with any thresholds.
 * ``validate [DATA]``: validate a ClinConsensus data file (or ``sample``/``hub``) and print counts;
@@ -22,7 +24,7 @@ import json
 import sys
 import unicodedata
 from collections import Counter
-from typing import Sequence
+from typing import Any, Sequence
 
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION
@@ -37,14 +39,27 @@ def _thresholds(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:6.2f}"
+def _number(x: float, percent: bool) -> str:
+    """A metric as the frameworks show it (a fraction), or in percent when asked."""
+    return f"{100 * x:.2f}" if percent else f"{x:.4f}"
 
 
-def _pad(text: str, width: int) -> str:
-    """Left-align ``text`` in ``width`` terminal columns (CJK characters take two)."""
-    used = sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-    return text + " " * max(1, width - used)
+def display_width(text: str) -> int:
+    """Terminal columns ``text`` takes: East Asian wide and full-width characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 0 if unicodedata.combining(ch) else 1 for ch in text)
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "   ") -> list[str]:
+    """Lines of a table: first column left-aligned, the others right-aligned, each as wide as its
+    widest cell in terminal columns, so rows stay aligned with Chinese labels."""
+    table = [list(header), *(list(row) for row in rows)]
+    widths = [max(display_width(row[i]) for row in table) for i in range(len(header))]
+    lines = []
+    for row in table:
+        cells = [cell + " " * (widths[i] - display_width(cell)) if i == 0 else " " * (widths[i] - display_width(cell)) + cell
+                 for i, cell in enumerate(row)]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    return lines
 
 
 def _summarize(args: argparse.Namespace) -> int:
@@ -69,23 +84,20 @@ def _summarize(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
         return 0
+    num = lambda x: _number(x, args.percent)  # noqa: E731
     for path, result in report.items():
         overall = result["overall"]
         print(f"== {path}  ({int(overall['cases'])} cases, {int(overall['judge_failures'])} judge failures)")
         names = ["rubric_accuracy"] + [f"pass@{k}" for k in args.thresholds] + [f"cacs@{k}" for k in args.thresholds]
-        print("   " + "  ".join(f"{n:>15}" for n in names))
-        print("   " + "  ".join(f"{_pct(overall[n]):>15}" for n in names))
+        print("\n".join(format_table(["", *names], [["overall", *(num(overall[n]) for n in names)]])))
         for dim, labels in result["breakdowns"].items():
             print(f"-- by {dim}")
-            cols = ["rubric_accuracy"] + [f"pass@{k}" for k in args.thresholds] + [f"cacs@{k}" for k in args.thresholds]
-            print(f"   {_pad('label', 24)}{'cases':>6}" + "".join(f"{c:>17}" for c in cols))
-            for label, stats in labels.items():
-                print(f"   {_pad(label, 24)}{int(stats['cases']):>6}" + "".join(f"{_pct(stats[c]):>17}" for c in cols))
+            rows = [[label, str(int(stats["cases"])), *(num(stats[c]) for c in names)] for label, stats in labels.items()]
+            print("\n".join(format_table(["label", "cases", *names], rows)))
         if "agreement" in result:
-            print("-- two judges: local judge " + "  ".join(f"{n} {_pct(result['local_judge'][n])}" for n in names))
-            for key, value in result["agreement"].items():
-                print(f"   {key:<40}{value:10.4f}")
-        print("(values in %)")
+            print("-- two judges: local judge " + "  ".join(f"{n} {num(result['local_judge'][n])}" for n in names))
+            print("\n".join(format_table(["agreement", "value"], [[k, f"{v:.4f}"] for k, v in result["agreement"].items()])))
+        print("(values in %)" if args.percent else "(fractions, as the frameworks report them; --percent for %)")
     return 0
 
 
@@ -172,8 +184,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:
-        for key, value in report.items():
-            print(f"{key:<48}{value:10.4f}")
+        print("\n".join(format_table(["metric", "value"], [[k, f"{v:.4f}"] for k, v in report.items()], indent="")))
     return 0
 
 
@@ -187,9 +198,8 @@ def _agreement(args: argparse.Namespace) -> int:
     for name, entry in report.items():
         print(f"== {name}: judge {entry['judge']}, {entry['labelled_criteria']} labelled criteria, {entry['judge_failures']} judge failures")
         cols = ["accuracy", "kappa", "macro_f1", "precision_met", "recall_met"]
-        print(f"   {_pad('', 24)}" + "".join(f"{c:>14}" for c in cols))
-        for label, stats in [("overall", entry["overall"]), *entry["by_subject"].items()]:
-            print(f"   {_pad(label, 24)}" + "".join(f"{stats[c]:14.4f}" for c in cols))
+        rows = [[label, *(f"{stats[c]:.4f}" for c in cols)] for label, stats in [("overall", entry["overall"]), *entry["by_subject"].items()]]
+        print("\n".join(format_table(["", *cols], rows)))
     return 0
 
 
@@ -232,115 +242,152 @@ def _cat(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="clinconsensus-eval", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default. Options whose default is ``None`` say in their own
+    words what happens when they are left out (an environment variable, "all", ...)."""
 
-    p = sub.add_parser("summarize", help="metrics and breakdowns from Inspect logs or lm-eval sample files")
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text.lower() or action.default in (None, argparse.SUPPRESS) or action.required:
+            return text
+        if not action.option_strings and action.nargs not in ("?", "*"):
+            return text
+        if action.default is False:
+            return f"{text} (default: off)"
+        if isinstance(action.default, (list, tuple)):
+            return f"{text} (default: {','.join(map(str, action.default))})"
+        return f"{text} (default: %(default)s)"
+
+
+def plain(text: str) -> str:
+    """Docstring text for a terminal: reST backticks removed."""
+    return text.replace("``", "").replace("`", "")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="clinconsensus-eval", description=plain(__doc__.split("\n\n")[0]), formatter_class=HelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(parent: Any, name: str, text: str) -> argparse.ArgumentParser:
+        return parent.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".", formatter_class=HelpFormatter)
+
+    def thresholds(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--thresholds", type=_thresholds, default="7,10", help="k values for Pass@k and CACS@k, comma-separated")
+
+    p = command(sub, "demo", "run both benchmarks in every installed framework against a built-in stand-in model and judge "
+                             "(no endpoint needed), write the report and print the commands for a real model")
+    from clinconsensus_tasks.demo import add_demo_arguments, main_demo
+
+    add_demo_arguments(p)
+    p.set_defaults(func=main_demo)
+
+    p = command(sub, "summarize", "ClinConsensus metrics and breakdowns from Inspect logs or lm-eval sample files")
     p.add_argument("logs", nargs="+", help="Inspect .eval/.json logs or lm-eval samples_clinconsensus_*.jsonl files")
-    p.add_argument("--thresholds", type=_thresholds, default=(7, 10), help="k values for Pass@k and CACS@k (default 7,10)")
-    p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case, N (default 30)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    thresholds(p)
+    p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case, N")
+    p.add_argument("--percent", action="store_true", help="print metrics in percent instead of fractions (the frameworks' scale)")
+    p.add_argument("--json", action="store_true", help="print JSON (fractions) instead of tables")
     p.set_defaults(func=_summarize)
 
-    p = sub.add_parser("validate", help="validate a ClinConsensus data file")
-    p.add_argument("data", nargs="?", default="sample", help="a .jsonl/.parquet path, 'sample' or 'hub' (default sample)")
-    p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case (default 30)")
+    p = command(sub, "validate", "validate a ClinConsensus data file and print its counts")
+    p.add_argument("data", nargs="?", default="sample", help="a .jsonl/.parquet path, sample or hub")
+    p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case")
     p.add_argument("--release", metavar="FILE", help="check FILE (.jsonl) as the public release: 900 unique low-tier cases, "
                    "30 rubric items each, the ten published fields, no reference-answer or internal-looking fields; "
                    "contact-like strings listed for review (default: off, plain validation)")
-    p.add_argument("--strict-contact", action="store_true", help="with --release: fail on contact-like strings too (default off)")
-    p.add_argument("--report", metavar="PATH", help="with --release: also write the JSON report to PATH (default none)")
+    p.add_argument("--strict-contact", action="store_true", help="with --release: fail on contact-like strings too")
+    p.add_argument("--report", metavar="PATH", help="with --release: also write the JSON report to PATH (default: none)")
     p.set_defaults(func=_validate)
 
-    p = sub.add_parser("export-official", help="verdicts as <model>_judge.json files for the official eval_cacs.py")
+    p = command(sub, "export-official", "verdicts as <model>_judge.json files for the official eval_cacs.py")
     p.add_argument("logs", nargs="+", help="Inspect .eval/.json logs or lm-eval samples_clinconsensus_*.jsonl files, one per model")
     p.add_argument("--output", required=True, help="folder for the <model>_judge.json files (eval_cacs.py --judgements-dir)")
     p.add_argument("--data", help="the data file given to eval_cacs.py --data: entries follow its case order and must cover "
                    "all its cases (default: the run's own case order)")
-    p.add_argument("--epoch", type=int, default=1, help="which epoch of a multi-epoch run to export (default 1)")
-    p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case in --data (default 30)")
+    p.add_argument("--epoch", type=int, default=1, help="which epoch of a multi-epoch run to export")
+    p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case in --data")
     p.set_defaults(func=_export_official)
 
-    p = sub.add_parser("include-path", help="print the folder of the lm-eval task YAMLs")
+    p = command(sub, "include-path", "print the folder of the lm-eval task YAMLs (for lm_eval --include_path)")
     p.set_defaults(func=_include_path)
 
-    p = sub.add_parser("compare", help="agreement of two judges (a dual-judge log) or of two logs of the same answers")
+    p = command(sub, "compare", "agreement of two judges (a dual-judge log) or of two logs of the same answers")
     p.add_argument("reference", help="Inspect log or lm-eval samples file (the reference judge)")
-    p.add_argument("other", nargs="?", help="a second log of the same answers (another judge or judge mode)")
-    p.add_argument("--thresholds", type=_thresholds, default=(7, 10))
-    p.add_argument("--json", action="store_true")
+    p.add_argument("other", nargs="?", help="a second log of the same answers (another judge or judge mode); "
+                                           "default: the second judge of a dual-judge reference log")
+    thresholds(p)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_compare)
 
-    p = sub.add_parser("agreement", help="judges against reference (e.g. physician) verdicts")
+    p = command(sub, "agreement", "judges against reference (e.g. physician) verdicts")
     p.add_argument("--labels", required=True, help="JSONL of {case_id, criterion_id, criteria_met}")
-    p.add_argument("logs", nargs="+")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("logs", nargs="+", help="Inspect logs or lm-eval samples files graded by the judges to check")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(func=_agreement)
 
-    p = sub.add_parser("rescore", help="grade the answers in a log again with another judge or judge mode")
+    p = command(sub, "rescore", "grade the answers in a log again with another judge or judge mode")
     p.add_argument("log", help="Inspect log (.eval/.json) or lm-eval samples file (.jsonl)")
     p.add_argument("--output", required=True, help="the new log, of the same kind")
-    p.add_argument("--judge-mode", choices=JUDGE_MODES, default=PER_CRITERION)
-    p.add_argument("--judge-base-url", help="default $CLINCONSENSUS_JUDGE_BASE_URL")
-    p.add_argument("--judge-model", help="default $CLINCONSENSUS_JUDGE_MODEL")
-    p.add_argument("--judge-api-key", help="default $CLINCONSENSUS_JUDGE_API_KEY")
-    p.add_argument("--judge-concurrency", type=int)
+    p.add_argument("--judge-mode", choices=JUDGE_MODES, default=PER_CRITERION, help="one judge call per criterion, or one per case")
+    p.add_argument("--judge-base-url", help="OpenAI-compatible judge endpoint; default $CLINCONSENSUS_JUDGE_BASE_URL")
+    p.add_argument("--judge-model", help="judge model name; default $CLINCONSENSUS_JUDGE_MODEL")
+    p.add_argument("--judge-api-key", help="judge API key; default $CLINCONSENSUS_JUDGE_API_KEY, else EMPTY")
+    p.add_argument("--judge-concurrency", type=int, help="judge requests in flight; default $CLINCONSENSUS_JUDGE_CONCURRENCY, else 32")
     p.set_defaults(func=_rescore)
 
-    p = sub.add_parser("export-sft", help="one judge's verdicts as chat SFT data (train/dev split by case)")
-    p.add_argument("logs", nargs="+")
+    p = command(sub, "export-sft", "one judge's verdicts as chat SFT data (train/dev split by case)")
+    p.add_argument("logs", nargs="+", help="Inspect logs or lm-eval samples files")
     p.add_argument("--output", required=True, help="folder for train.jsonl, dev.jsonl, manifest.json")
-    p.add_argument("--judge", choices=["reference", "local"], default="reference")
-    p.add_argument("--dev-share", type=float, default=0.1)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--judge", choices=["reference", "local"], default="reference", help="whose verdicts: the grader or the local_grader")
+    p.add_argument("--dev-share", type=float, default=0.1, help="share of cases held out as dev")
+    p.add_argument("--seed", type=int, default=0, help="seed of the train/dev split")
     p.set_defaults(func=_export_sft)
 
-    p = sub.add_parser("cat", help="adaptive testing on CliMedBench: calibrate a bank, run a model, synthesize examinees")
-    cat = p.add_subparsers(dest="cat_command", required=True)
-    q = cat.add_parser("calibrate", help="fit an item bank from per-item results of several models")
+    p = command(sub, "cat", "adaptive testing on CliMedBench: calibrate a bank, run a model, synthesize examinees")
+    cat = p.add_subparsers(dest="cat_command", required=True, metavar="STEP")
+    q = command(cat, "calibrate", "fit an item bank from per-item results of several models")
     q.add_argument("logs", nargs="+", help="Inspect climedbench logs, lm-eval samples_climedbench_*.jsonl files, synthesize records")
     q.add_argument("--output", required=True, help="the bank (JSON)")
-    q.add_argument("--irt-model", choices=["3PL", "2PL", "1PL"], default="3PL")
+    q.add_argument("--irt-model", choices=["3PL", "2PL", "1PL"], default="3PL", help="item response model")
     q.set_defaults(func=_cat)
-    q = cat.add_parser("run", help="test one model adaptively (resumes from --output)")
+    q = command(cat, "run", "test one model adaptively (resumes from --output)")
     q.add_argument("--model", required=True, help="an Inspect model, e.g. openai/gpt-4.1 or vllm/Qwen/Qwen3-8B")
-    q.add_argument("--bank", required=True)
+    q.add_argument("--bank", required=True, help="the item bank from cat calibrate")
     q.add_argument("--output", required=True, help="folder for state.json (resume) and result.json")
     q.add_argument("--data-dir", help="CliMedBench data directory (default: the bundled sample)")
-    q.add_argument("--similarity-model", help="sentence-transformers model for WTD items")
-    q.add_argument("--estimator", choices=["EAP", "MLE"], default="EAP")
-    q.add_argument("--max-items", type=int, default=243, help="item budget (default 243, as in the paper)")
-    q.add_argument("--se-threshold", type=float, help="stop once the ability's standard error is at most this")
-    q.add_argument("--randomesque", type=int, default=1, help="exposure control: pick at random among the k most informative")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--similarity-model", help="sentence-transformers model for WTD items; default $CLIMEDBENCH_SIMILARITY_MODEL")
+    q.add_argument("--estimator", choices=["EAP", "MLE"], default="EAP", help="ability estimator")
+    q.add_argument("--max-items", type=int, default=243, help="item budget (243 in the paper)")
+    q.add_argument("--se-threshold", type=float, help="stop once the ability's standard error is at most this (default: no such stop)")
+    q.add_argument("--randomesque", type=int, default=1, help="exposure control: pick at random among the k most informative items")
+    q.add_argument("--seed", type=int, default=0, help="seed of the randomesque choice")
     q.set_defaults(func=_cat)
-    q = cat.add_parser("synthesize", help="synthetic examinees: generation -> debate -> reflection between two models")
+    q = command(cat, "synthesize", "synthetic examinees: generation, debate and reflection between two models")
     q.add_argument("--generator", required=True, help="Inspect model that answers and reflects")
     q.add_argument("--debater", required=True, help="Inspect model that challenges the answer")
     q.add_argument("--output", required=True, help="records (JSONL) for cat calibrate")
-    q.add_argument("--data-dir")
-    q.add_argument("--scenarios", help="comma-separated codes (default all)")
-    q.add_argument("--limit", type=int, help="items per scenario")
-    q.add_argument("--similarity-model")
+    q.add_argument("--data-dir", help="CliMedBench data directory (default: the bundled sample)")
+    q.add_argument("--scenarios", help="comma-separated codes (default: all 14)")
+    q.add_argument("--limit", type=int, help="items per scenario (default: all)")
+    q.add_argument("--similarity-model", help="sentence-transformers model for WTD items; default $CLIMEDBENCH_SIMILARITY_MODEL")
     q.set_defaults(func=_cat)
 
     from clinconsensus_tasks.report.html_report import add_report_arguments, main_report
 
-    p = sub.add_parser("report", help="one self-contained HTML report with charts (and report.md) from logs of several models")
-    add_report_arguments(p)  # logs..., --output (required), --markdown, --resamples 1000, --seed 0, --title
+    p = command(sub, "report", "one self-contained HTML report with charts (and report.md) from the logs of several models")
+    add_report_arguments(p)
     p.set_defaults(func=main_report)
 
-    p = sub.add_parser("train-simcse", help="unsupervised SimCSE fine-tuning of a sentence-transformers model")
+    p = command(sub, "train-simcse", "unsupervised SimCSE fine-tuning of a sentence-transformers model (for WTD similarity)")
     p.add_argument("--model", required=True, help="base model: hub id or folder (sentence-transformers or plain transformer)")
     p.add_argument("--corpus", required=True, help="text file, one passage per line")
     p.add_argument("--output", required=True, help="folder to save the fine-tuned model in")
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--learning-rate", type=float, default=3e-5)
-    p.add_argument("--max-seq-length", type=int, default=128)
-    p.add_argument("--temperature", type=float, default=0.05)
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--epochs", type=int, default=1, help="passes over the corpus")
+    p.add_argument("--batch-size", type=int, default=64, help="passages per batch (in-batch negatives)")
+    p.add_argument("--learning-rate", type=float, default=3e-5, help="AdamW learning rate")
+    p.add_argument("--max-seq-length", type=int, default=128, help="tokens per passage")
+    p.add_argument("--temperature", type=float, default=0.05, help="contrastive loss temperature")
+    p.add_argument("--seed", type=int, default=42, help="random seed")
     p.set_defaults(func=_train_simcse)
     return parser
 

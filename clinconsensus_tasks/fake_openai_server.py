@@ -427,14 +427,40 @@ class FakeOpenAIServer:
         self.stop()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--port", type=int, default=0)
+MODEL_NAMES_HELP = """\
+Model names: requests to /v1/chat/completions name a model; any name works, and these words in
+it change what the server does:
+  (any other name)  candidate: a fixed answer per question; ClinConsensus questions get a
+                    generic clinical answer, CliMedBench prompts an answer in one of the shapes
+                    real models use; judge prompts get verdicts fixed by (answer, criterion)
+  empty             candidate answers with empty content
+  examinee          CliMedBench answers depend on the model name too (several examinees differ)
+  unauthorized      every request gets HTTP 401 (a wrong API key)
+  flaky             judge faults: HTTP 429 or 500 on a first attempt, a malformed verdict once,
+                    or a verdict malformed on every attempt
+  alt               a judge that disagrees with the others on a fixed fifth of the criteria
+Other routes: GET /v1/stats (call counts), POST /v1/reset, POST /v1/config
+{"latency": s, "answer_chars": n}. The server binds 127.0.0.1 only and prints PORT <n> when ready.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m clinconsensus_tasks.fake_openai_server",
+        description=__doc__.split("\n\n")[0].replace("``", ""),
+        epilog=MODEL_NAMES_HELP,
+        formatter_class=type("Formatter", (argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter), {}),
+    )
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1; 0 picks a free one")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each judge response")
-    parser.add_argument("--answer-chars", type=int, default=0, help="pad candidate answers to this length")
+    parser.add_argument("--answer-chars", type=int, default=0, help="pad candidate answers to this length (0: no padding)")
     parser.add_argument("--judge-template", action="append", default=[], metavar="FILE",
                         help="a judge template file (text, or .py with PROMPT) whose filled-in requests to recognise; repeatable (default none)")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = build_parser().parse_args()
     texts = [parse_template(open(f, encoding="utf-8").read(), f).text for f in args.judge_template]
     server = FakeOpenAIServer(args.latency, args.port, args.answer_chars, tuple(texts))
     print(f"PORT {server.port}", flush=True)

@@ -11,9 +11,33 @@
 
 from __future__ import annotations
 
+import logging
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+
+TASK_PREFIXES = ("clinconsensus", "climedbench")
+
+
+class CustomDatasetHintFilter(logging.Filter):
+    """Drops lm-eval's hint that custom kwargs can be passed to ``--metadata``, for this package's tasks.
+
+    lm-eval 0.4.13 logs that hint (two lines) for every task built from a ``custom_dataset``
+    function, whatever the task: 14 times in a CliMedBench run. These tasks take their settings
+    from environment variables (documented in the README); other tasks' hints are kept.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (message.startswith(TASK_PREFIXES) and "Custom kwargs can be passed to `--metadata`" in message)
+
+
+def quiet_custom_dataset_hint() -> None:
+    """Install :class:`CustomDatasetHintFilter` on lm-eval's task logger (once)."""
+    logger = logging.getLogger("lm_eval.api.task")
+    if not any(isinstance(f, CustomDatasetHintFilter) for f in logger.filters):
+        logger.addFilter(CustomDatasetHintFilter())
 
 
 def task_configs_dir() -> Path:

@@ -1,7 +1,8 @@
 """CliMedBench as Inspect tasks: one per scenario (``climedbench_sso`` ...) and ``climedbench`` (all 14).
 
 The prompt and the scoring come from ``clinconsensus_tasks.scorers.climedbench.scenarios``, the same code the
-lm-eval tasks call. WTD's embedding model is imported and loaded only when a WTD answer is scored.
+lm-eval tasks call. WTD's embedding model is loaded when a task that includes WTD is built, before
+any answer is generated (``similarity.check_model``); tasks without WTD never import it.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ def climedbench_scorer(similarity_model: str | None = None) -> Scorer:
 
 
 def climedbench_task(codes: Sequence[str], data_dir: str | None, similarity_model: str | None, name: str) -> Task:
+    if any(SCENARIOS[code].kind == SIMILARITY for code in codes):
+        from clinconsensus_tasks.climedbench.similarity import check_model
+
+        similarity_model = check_model(similarity_model)
     samples, sources, sample_data = [], {}, False
     for code in codes:
         loaded = load_scenario(code, data_dir)

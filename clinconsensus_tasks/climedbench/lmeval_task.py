@@ -22,6 +22,11 @@ from clinconsensus_tasks.clinconsensus.lmeval_task import first_responses
 from clinconsensus_tasks.scorers.climedbench.item_result import score_item
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt, option_letters
 from clinconsensus_tasks.climedbench.similarity import configured_model, cosine_similarities
+from clinconsensus_tasks.climedbench.similarity import check_model
+from clinconsensus_tasks.lmeval_tasks import quiet_custom_dataset_hint
+
+
+quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here
 
 
 def load_dataset(scenario: str, loglikelihood: bool = False, **kwargs: Any) -> dict[str, Any]:
@@ -29,6 +34,8 @@ def load_dataset(scenario: str, loglikelihood: bool = False, **kwargs: Any) -> d
     import datasets
 
     loaded = load_scenario(scenario, os.environ.get(ENV_DATA_DIR) or None)
+    if loaded.scenario.kind == SIMILARITY:
+        check_model()  # before any generation: one clear error instead of a failure after every answer
     rows = []
     for item in loaded.items:
         row = {"id": item["id"], "scenario": loaded.scenario.code, "item_json": json.dumps(item, ensure_ascii=False),

@@ -9,8 +9,13 @@ train-simcse`` fine-tunes one on your own medical text, as the paper did.
 The model is loaded once per process and texts are embedded in batches. Inspect batches the answers
 that arrive together, lm-eval embeds them all at once, and float32 results depend slightly on the
 batch they were computed in (about 1e-8); the model therefore runs in float64 and cosines are
-rounded to 9 decimals, so both frameworks give the same value for the same answer. sentence-
-transformers (and torch) are imported only when a similarity is needed, never when tasks load.
+rounded to 9 decimals, so both frameworks give the same value for the same answer.
+
+:func:`check_model` loads the model before any answer is generated (Inspect: when a task that
+includes WTD is built; lm-eval: when WTD's dataset loads), so a missing model stops the run at once
+with one message instead of after every answer, and a hub id is first looked up in the local cache
+and then asked of the hub once, instead of a loader retrying an unreachable hub for minutes.
+sentence-transformers (and torch) are imported only then: runs without WTD never import them.
 """
 
 from __future__ import annotations
@@ -35,6 +40,67 @@ def configured_model(name: str | None = None) -> str:
     return name or os.environ.get(ENV_SIMILARITY_MODEL) or DEFAULT_SIMILARITY_MODEL
 
 
+class SimilarityModelUnavailable(ConfigurationError):
+    """The similarity model cannot be used; ``reason`` says why (the message adds every way out)."""
+
+    def __init__(self, model: str, reason: str):
+        super().__init__(how_to_provide(model, reason))
+        self.model = model
+        self.reason = reason
+
+
+def how_to_provide(model: str, reason: str) -> str:
+    """The one message for a similarity model that cannot be used: what failed and every way out."""
+    return (
+        f"Could not load the similarity model {model!r} that CliMedBench's WTD scenario needs: {reason}. "
+        "Give a sentence-transformers model that loads here: a local folder with Inspect "
+        f"-T similarity_model=/path/to/model or lm-eval {ENV_SIMILARITY_MODEL}=/path/to/model; a hub id only "
+        f"when the Hugging Face hub is reachable (the documented default is {DEFAULT_SIMILARITY_MODEL}; set "
+        "HF_HUB_OFFLINE=1 on a machine without the hub, so it is never tried). Or leave WTD out: Inspect "
+        "-T scenarios=<the other codes>, lm-eval --tasks <the other climedbench_* tasks>. "
+        "`clinconsensus-eval train-simcse` builds a model from your own medical text."
+    )
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _check_hub_model(name: str) -> None:
+    """For a name that is not a folder: it must be in the local hub cache, or the hub must answer
+    (one request, 10 s timeout) instead of a loader retrying an unreachable hub for minutes."""
+    from huggingface_hub import HfApi, snapshot_download
+
+    try:
+        snapshot_download(name, local_files_only=True)
+        return
+    except Exception:
+        pass
+    if _hub_offline():
+        raise SimilarityModelUnavailable(name, "it is not a local folder, not in the Hugging Face cache, and HF_HUB_OFFLINE is set")
+    try:
+        HfApi().model_info(name, timeout=10)
+    except Exception as exc:
+        raise SimilarityModelUnavailable(
+            name, f"it is not a local folder and the Hugging Face hub did not serve it ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def check_model(name: str | None = None) -> str:
+    """Load the configured similarity model now, before any answer is generated; return its name.
+
+    Raises :class:`SimilarityModelUnavailable` (a ``ConfigurationError``) when it cannot be used.
+    """
+    model = configured_model(name)
+    if model not in _models and not os.path.isdir(model):
+        try:
+            _check_hub_model(model)
+        except ImportError:
+            pass  # no huggingface_hub means no sentence-transformers: load_model says so
+    load_model(model)
+    return model
+
+
 def load_model(name: str) -> Any:
     """The sentence-transformers model ``name`` (hub id or folder), loaded once per process."""
     with _lock:
@@ -43,20 +109,13 @@ def load_model(name: str) -> Any:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise ConfigurationError(
-                "WTD similarity needs sentence-transformers: pip install 'clinconsensus-tasks[similarity]' "
-                f"(install torch first). ({exc})"
+            raise SimilarityModelUnavailable(
+                name, f"sentence-transformers is not installed ({exc}): pip install 'clinconsensus-tasks[similarity]' (install torch first)"
             ) from exc
         try:
             model = SentenceTransformer(name, device="cpu" if not _has_accelerator() else None)
         except Exception as exc:
-            raise ConfigurationError(
-                f"Could not load the similarity model {name!r} ({type(exc).__name__}: {exc}). Give a "
-                "sentence-transformers model that can be loaded here: a local folder "
-                f"(Inspect -T similarity_model=/path/to/model, lm-eval {ENV_SIMILARITY_MODEL}=/path/to/model), "
-                f"or a hub id when the hub is reachable (the documented default is {DEFAULT_SIMILARITY_MODEL}). "
-                "`clinconsensus-eval train-simcse` can build one from your own medical text."
-            ) from exc
+            raise SimilarityModelUnavailable(name, f"{type(exc).__name__}: {exc}") from exc
         model.double()  # see the module docstring: batch-independent results
         _models[name] = model
         return model

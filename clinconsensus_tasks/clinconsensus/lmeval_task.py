@@ -33,12 +33,15 @@ from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
 from clinconsensus_tasks.judge.official_template import load_judge_prompt
 from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
 from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.lmeval_tasks import quiet_custom_dataset_hint
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_THRESHOLDS, CaseResult, case_terms, mean, slice_metric_name
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_MESSAGES
+
+quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here
 
 ENV_JUDGE_CHECK = "CLINCONSENSUS_JUDGE_CHECK"
 ENV_SEES_THINKING = "CLINCONSENSUS_JUDGE_SEES_THINKING"

@@ -14,7 +14,9 @@ Design choices, and why:
   real ``<text>`` elements so Chinese labels stay searchable and render with the page's CJK font
   stack (the project's CI installs ``fonts-noto-cjk``).
 * A tiny inline script sets ``document.title`` to ``rendered:N`` (N = charts with a non-empty
-  layout box), so a headless browser can prove every chart rendered and no script failed.
+  layout box) and the body's ``data-layout`` to ``clipped:C overflow:O`` (chart texts outside
+  their chart, charts wider than the page), so a headless browser can prove every chart rendered,
+  nothing is cut off and no script failed. Charts scale down to the page width (``viewBox``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import importlib.metadata
 import json
 import math
 import re
+import sys
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -96,6 +100,7 @@ class Runs:
     clin: list[ClinRun] = field(default_factory=list)
     med: list[MedRun] = field(default_factory=list)
     results_files: list[dict[str, Any]] = field(default_factory=list)  # lm-eval results_*.json metadata
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (log, why): unfinished or empty
 
 
 def _sha256(path: str | None) -> str:
@@ -130,13 +135,20 @@ def _inspect_meta(log: Any) -> dict[str, Any]:
 
 def _read_inspect(path: Path, runs: Runs) -> None:
     log = _inspect_header(path)
+    if log.status != "success":
+        runs.skipped.append((str(path), f"unfinished Inspect run (status {log.status!r})"))
+        return
+    if not (log.results and log.results.total_samples):
+        runs.skipped.append((str(path), "no samples"))
+        return
     meta = _inspect_meta(log)
     task = log.eval.task.rsplit("/", 1)[-1]
+    name = model_display_name(log.eval.model)
     if task.startswith("clinconsensus"):
         n = int((log.eval.task_args or {}).get("n_criteria") or DEFAULT_N_CRITERIA)
-        runs.clin.append(ClinRun(log.eval.model, str(path), read_case_records(path), n, meta))
+        runs.clin.append(ClinRun(name, str(path), read_case_records(path), n, meta))
     elif task.startswith("climedbench"):
-        runs.med.append(MedRun(log.eval.model, str(path), _climedbench_results(path), meta))
+        runs.med.append(MedRun(name, str(path), _climedbench_results(path), meta))
     else:
         raise ValueError(f"{path}: task {log.eval.task!r} is neither ClinConsensus nor CliMedBench")
 
@@ -148,10 +160,42 @@ def _climedbench_results(path: Path) -> list[ItemResult]:
     return log.results
 
 
-def _lmeval_meta(path: Path) -> dict[str, Any]:
-    match = re.match(r"samples_(.+?)_\d{4}-\d{2}-\d{2}T", path.stem)
-    return {"framework": "lm-eval", "task": match.group(1) if match else path.stem.removeprefix("samples_"), "model": path.parent.name,
+def model_display_name(model: str) -> str:
+    """One name per model across frameworks: Inspect's ``provider/[service/]name`` and lm-eval's
+    output folder (``org__name``) both become ``name`` as the server knows it (``org/name``)."""
+    parts = model.split("/")
+    if len(parts) >= 3 and parts[0] in ("openai-api", "openai-compatible"):
+        return "/".join(parts[2:])
+    if len(parts) >= 2 and "__" not in model:
+        return "/".join(parts[1:])
+    return model.replace("__", "/")
+
+
+LMEVAL_SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d.-]+)\.jsonl$")
+
+
+def _lmeval_meta(path: Path, tasks: Sequence[str] | None = None) -> dict[str, Any]:
+    match = LMEVAL_SAMPLES.match(path.name)
+    task = ", ".join(tasks) if tasks else (match.group("task") if match else path.stem.removeprefix("samples_"))
+    return {"framework": "lm-eval", "task": task, "model": path.parent.name,
             "judges": [], "judge_mode": "", "data_source": "", "data_sha256": "", "packages": {}}
+
+
+def _read_lmeval_climedbench(paths: Sequence[Path], runs: Runs) -> None:
+    """One lm-eval CliMedBench run from its samples files (one per scenario task, same folder and
+    timestamp): one CliMedBench run in the report, as in Inspect."""
+    rows, tasks, used = [], [], []
+    for path in sorted(paths):  # the same run whichever order the files were named in
+        found = _climedbench_results(path)
+        if not found:
+            runs.skipped.append((str(path), "no samples"))
+            continue
+        rows += found
+        used.append(path)
+        match = LMEVAL_SAMPLES.match(path.name)
+        tasks.append(match.group("task") if match else path.stem)
+    if rows:
+        runs.med.append(MedRun(model_display_name(used[0].parent.name), ", ".join(map(str, used)), rows, _lmeval_meta(used[0], tasks)))
 
 
 def _read_lmeval_results(path: Path) -> dict[str, Any]:
@@ -161,31 +205,70 @@ def _read_lmeval_results(path: Path) -> dict[str, Any]:
             "model_args": config.get("model_args"), "tasks": sorted((data.get("results") or {}).keys())}
 
 
-def read_runs(paths: Sequence[str | Path]) -> Runs:
-    """Sort every log into ClinConsensus runs, CliMedBench runs and lm-eval results files."""
-    runs = Runs()
+def expand_logs(paths: Sequence[str | Path]) -> list[Path]:
+    """Files named on the command line, and in folders the logs they hold (recursively): Inspect
+    ``.eval`` and ``<timestamp>_*.json`` logs, lm-eval ``samples_clinconsensus*``/``samples_climedbench*``
+    and ``results_*.json`` files. Anything else in a folder is left alone."""
+    out: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if not path.is_file():
-            raise FileNotFoundError(f"no such log file: {path}")
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and _is_log(p))
+            if not found:
+                raise FileNotFoundError(f"no Inspect logs or lm-eval samples/results files in the folder {path}")
+            out += found
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise FileNotFoundError(f"no such log file or folder: {path}")
+    return out
+
+
+def _is_log(path: Path) -> bool:
+    name = path.name
+    return (path.suffix == ".eval" or (path.suffix == ".json" and bool(re.match(r"\d{4}-\d{2}-\d{2}T", name)))
+            or (name.startswith("results_") and path.suffix == ".json")
+            or (name.startswith(("samples_clinconsensus", "samples_climedbench")) and path.suffix == ".jsonl"))
+
+
+def read_runs(paths: Sequence[str | Path]) -> Runs:
+    """Sort every log (or folder of logs) into ClinConsensus runs, CliMedBench runs and lm-eval
+    results files; unfinished or empty logs are skipped and listed in ``Runs.skipped``."""
+    runs = Runs()
+    climedbench_groups: dict[tuple[Path, str], list[Path]] = {}
+    for path in expand_logs(paths):
         name = path.name
         if path.suffix in (".eval", ".json") and not name.startswith("results_"):
             _read_inspect(path, runs)
         elif name.startswith("results_") and path.suffix == ".json":
             runs.results_files.append(_read_lmeval_results(path))
         elif name.startswith("samples_clinconsensus") and path.suffix == ".jsonl":
-            runs.clin.append(ClinRun(path.parent.name, str(path), read_case_records(path), meta=_lmeval_meta(path)))
+            records = read_case_records(path)
+            if records:
+                runs.clin.append(ClinRun(model_display_name(path.parent.name), str(path), records, meta=_lmeval_meta(path)))
+            else:
+                runs.skipped.append((str(path), "no samples"))
         elif name.startswith("samples_climedbench") and path.suffix == ".jsonl":
-            runs.med.append(MedRun(path.parent.name, str(path), _climedbench_results(path), _lmeval_meta(path)))
+            match = LMEVAL_SAMPLES.match(name)
+            climedbench_groups.setdefault((path.parent, match.group("stamp") if match else name), []).append(path)
         else:
             raise ValueError(f"{path}: expected an Inspect log, samples_clinconsensus*/samples_climedbench_* .jsonl or results_*.json")
+    for group in climedbench_groups.values():
+        _read_lmeval_climedbench(group, runs)
     _unique_names(runs.clin)
     _unique_names(runs.med)
     return runs
 
 
 def _unique_names(runs: Sequence[ClinRun | MedRun]) -> None:
-    """One leaderboard row per run: a model seen twice gets ``#2``, ``#3`` ..."""
+    """One leaderboard row per run: a model run in both frameworks gets the framework after its
+    name; a model seen twice in one framework gets ``#2``, ``#3`` ..."""
+    frameworks: dict[str, set[str]] = {}
+    for run in runs:
+        frameworks.setdefault(run.name, set()).add(run.meta.get("framework", ""))
+    for run in runs:
+        if len(frameworks[run.name]) > 1:
+            run.name = f"{run.name} ({run.meta.get('framework', '')})"
     seen: dict[str, int] = {}
     for run in runs:
         seen[run.name] = seen.get(run.name, 0) + 1
@@ -236,17 +319,46 @@ def _text(x: float, y: float, text: Any, anchor: str = "middle", size: int = 12,
     return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}" {extra}>{_e(text)}</text>'
 
 
+LEGEND_MAX_COLUMNS = 40  # longer model names are shortened in charts (the tables keep them whole)
+
+
+def _columns(ch: str) -> int:
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+
+
+def text_width(text: Any, size: int = 12) -> float:
+    """Estimated width in pixels of ``text`` at ``size``: wide (CJK) characters one em, others 0.62 em."""
+    return sum(size * (1.0 if _columns(ch) == 2 else 0.62) for ch in str(text))
+
+
+def short_name(name: str, columns: int = LEGEND_MAX_COLUMNS) -> str:
+    """``name`` cut to ``columns`` terminal columns with an ellipsis, for chart labels."""
+    if sum(map(_columns, name)) <= columns:
+        return name
+    out, used = "", 0
+    for ch in name:
+        if used + _columns(ch) > columns - 1:
+            break
+        out, used = out + ch, used + _columns(ch)
+    return out + "…"
+
+
+def legend_width(names: Sequence[str]) -> float:
+    return 18 + max((text_width(short_name(n)) for n in names), default=0) + 12
+
+
 def _legend(names: Sequence[str], x: float, y: float) -> list[str]:
     out = []
     for i, name in enumerate(names):
         out.append(f'<rect x="{x:.1f}" y="{y + 18 * i - 9:.1f}" width="12" height="12" fill="{PALETTE[i % len(PALETTE)]}"/>')
-        out.append(_text(x + 18, y + 18 * i + 1, name, "start"))
+        out.append(f'<g><title>{_e(name)}</title>{_text(x + 18, y + 18 * i + 1, short_name(name), "start")}</g>')
     return out
 
 
 def line_chart(series: Mapping[str, Sequence[float]], xs: Sequence[int], title: str, ylabel: str) -> str:
     """Lines over integer x (the CACS@k curve); y from 0 to 1."""
-    w, h, left, top, plot_w, plot_h = 900, 380, 60, 30, 560, 300
+    h, left, top, plot_w, plot_h = 380, 60, 30, 560, 300
+    w = round(left + plot_w + 20 + legend_width(list(series)))
     body = [_text(w / 2, 18, title, size=14, extra='font-weight="bold"')]
     sx = lambda x: left + plot_w * (x - xs[0]) / max(1, xs[-1] - xs[0])  # noqa: E731
     sy = lambda y: top + plot_h * (1 - y)  # noqa: E731
@@ -274,15 +386,16 @@ def _heat_colour(value: float) -> str:
 
 def heatmap(rows: Sequence[str], cols: Sequence[str], values: Mapping[tuple[str, str], float], title: str) -> str:
     """Models (rows) x labels (columns); empty cells where a model has no case with that label."""
-    cell_w, cell_h, left, top = 64, 30, 180, 130
-    w, h = left + cell_w * len(cols) + 20, top + cell_h * len(rows) + 20
+    cell_w, cell_h, top = 64, 30, 130
+    left = round(max(180, 16 + max((text_width(short_name(r)) for r in rows), default=0)))
+    w, h = left + cell_w * len(cols) + 60, top + cell_h * len(rows) + 20
     body = [_text(w / 2 if w < 600 else 300, 18, title, size=14, extra='font-weight="bold"')]
     for j, col in enumerate(cols):
         x, y = left + cell_w * j + cell_w / 2, top - 8
         body.append(_text(x, y, col, "start", extra=f'transform="rotate(-40 {x:.1f} {y:.1f})"'))
     for i, row in enumerate(rows):
         y = top + cell_h * i
-        body.append(_text(left - 8, y + cell_h / 2 + 4, row, "end"))
+        body.append(f'<g><title>{_e(row)}</title>{_text(left - 8, y + cell_h / 2 + 4, short_name(row), "end")}</g>')
         for j, col in enumerate(cols):
             x = left + cell_w * j
             value = values.get((row, col))
@@ -297,10 +410,12 @@ def heatmap(rows: Sequence[str], cols: Sequence[str], values: Mapping[tuple[str,
 def bar_chart(groups: Sequence[str], series: Mapping[str, Sequence[float | None]], title: str, ymax: float = 1.0) -> str:
     """Grouped bars: one group per label, one bar per series (model)."""
     names = list(series)
-    bar_w, gap, left, top, plot_h = 22, 24, 60, 30, 240
+    gap, left, top, plot_h = 24, 60, 30, 240
+    # Bars narrow down (to 6 px) as groups and models multiply, so the plot stays about 1,000 px wide.
+    bar_w = max(6, min(22, int((1000 / max(1, len(groups)) - gap) / max(1, len(names)))))
     group_w = bar_w * max(1, len(names)) + gap
     plot_w = group_w * len(groups)
-    w, h = left + plot_w + 220, top + plot_h + 50
+    w, h = round(left + plot_w + 20 + legend_width(names)), top + plot_h + 50
     sy = lambda y: top + plot_h * (1 - y / ymax)  # noqa: E731
     body = [_text(min(w / 2, 400), 18, title, size=14, extra='font-weight="bold"')]
     for step in range(6):
@@ -323,18 +438,27 @@ def bar_chart(groups: Sequence[str], series: Mapping[str, Sequence[float | None]
 
 def radar_chart(axes: Sequence[str], series: Mapping[str, Mapping[str, float]], title: str) -> str:
     """One polygon per model over the axes; axes a model has no value on are skipped (labelled n/a
-    when no model has them). Scores below 0 (Kendall's tau can be negative) are drawn at the centre."""
-    w, h, cx, cy, radius = 900, 460, 380, 240, 170
+    when no model has them). The scale runs from 0 to 1, or from -1 to 1 when a score is negative
+    (Kendall's tau can be), with the 0 ring drawn darker and every ring labelled."""
+    h, cx, cy, radius = 460, 380, 240, 170
+    w = round(max(900, 680 + legend_width(list(series))))
     body = [_text(cx, 18, title, size=14, extra='font-weight="bold"')]
+    low = -1.0 if any(v < 0 for values in series.values() for v in values.values()) else 0.0
 
     def point(index: int, value: float) -> tuple[float, float]:
         angle = -math.pi / 2 + 2 * math.pi * index / len(axes)
-        r = radius * max(0.0, min(1.0, value))
+        r = radius * (max(low, min(1.0, value)) - low) / (1.0 - low)
         return cx + r * math.cos(angle), cy + r * math.sin(angle)
 
-    for ring in (0.25, 0.5, 0.75, 1.0):
+    rings = (-0.5, 0.0, 0.5, 1.0) if low < 0 else (0.25, 0.5, 0.75, 1.0)
+    for ring in rings:
         ring_points = " ".join(f"{x:.1f},{y:.1f}" for x, y in (point(i, ring) for i in range(len(axes))))
-        body.append(f'<polygon points="{ring_points}" fill="none" stroke="#ddd"/>')
+        stroke = "#888" if low < 0 and ring == 0 else "#ddd"
+        body.append(f'<polygon points="{ring_points}" fill="none" stroke="{stroke}"/>')
+        _, ty = point(0, ring)
+        body.append(_text(cx + 4, ty - 2, f"{ring:g}", "start", size=10, extra='fill="#777"'))
+    if low < 0:
+        body.append(_text(cx + 4, cy + 12, "-1", "start", size=10, extra='fill="#777"'))
     for i, axis in enumerate(axes):
         x, y = point(i, 1.0)
         lx, ly = point(i, 1.16)
@@ -344,10 +468,11 @@ def radar_chart(axes: Sequence[str], series: Mapping[str, Mapping[str, float]], 
         body.append(_text(lx, ly + 4, axis + (" (n/a)" if missing else ""), anchor, extra='fill="#999"' if missing else ""))
     for s, (name, values) in enumerate(series.items()):
         colour = PALETTE[s % len(PALETTE)]
-        pts = [point(i, values[a]) for i, a in enumerate(axes) if a in values]
-        body.append(f'<polygon points="{" ".join(f"{x:.1f},{y:.1f}" for x, y in pts)}" fill="{colour}" fill-opacity="0.15" '
+        pts = [(a, values[a], point(i, values[a])) for i, a in enumerate(axes) if a in values]
+        body.append(f'<polygon points="{" ".join(f"{x:.1f},{y:.1f}" for _, _, (x, y) in pts)}" fill="{colour}" fill-opacity="0.15" '
                     f'stroke="{colour}" stroke-width="2"/>')
-        body += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"/>' for x, y in pts]
+        body += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{colour}"><title>{_e(name)}: {_e(a)} {v:.4f}</title></circle>'
+                 for a, v, (x, y) in pts]
     body += _legend(list(series), 680, 60)
     return _svg(w, h, body, title)
 
@@ -388,8 +513,11 @@ class Table:
 
     def html(self) -> str:
         head = "".join(f"<th>{_e(c)}</th>" for c in self.header)
-        body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in self.rows)
-        return f"<h3>{_e(self.title)}</h3><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        # Numbers and names wrap at spaces only; long unspaced text (paths, hashes) anywhere.
+        cell = lambda c: f'<td class="long">{_e(c)}</td>' if len(c) > 40 else f"<td>{_e(c)}</td>"  # noqa: E731
+        body = "".join("<tr>" + "".join(cell(c) for c in row) + "</tr>" for row in self.rows)
+        return (f'<h3>{_e(self.title)}</h3><div class="scroll"><table><thead><tr>{head}</tr></thead>'
+                f"<tbody>{body}</tbody></table></div>")
 
 
 @dataclass
@@ -490,12 +618,14 @@ def metadata_section(runs: Runs) -> Section:
         source_text = json.dumps(source, ensure_ascii=False) if isinstance(source, dict) else str(source or "")
         sha = m.get("data_sha256") or (_sha256(source) if isinstance(source, str) else
                                        " ".join(f"{k}:{_sha256(v)}" for k, v in source.items() if _sha256(v)) if isinstance(source, dict) else "")
-        rows.append([run.name, m.get("framework", ""), m.get("task", ""), ", ".join(m.get("judges") or []), m.get("judge_mode", ""),
+        rows.append([run.name, m.get("model", ""), m.get("framework", ""), m.get("task", ""), ", ".join(m.get("judges") or []), m.get("judge_mode", ""),
                      source_text, sha, ", ".join(f"{k} {v}" for k, v in (m.get("packages") or {}).items()), run.path])
-    section.tables.append(Table("Runs", ["model", "framework", "task", "judges", "judge mode", "data source", "data sha256", "logged packages", "log"], rows))
+    section.tables.append(Table("Runs", ["model", "model as logged", "framework", "task", "judges", "judge mode", "data source", "data sha256", "logged packages", "log"], rows))
     if runs.results_files:
         section.tables.append(Table("lm-eval results files", ["model", "model_args", "tasks", "file"],
                                     [[r["model"], str(r["model_args"] or ""), ", ".join(r["tasks"]), r["path"]] for r in runs.results_files]))
+    if runs.skipped:
+        section.tables.append(Table("Skipped logs (unfinished or empty)", ["log", "reason"], [[p, why] for p, why in runs.skipped]))
     section.tables.append(Table("Report built with", ["package", "version"], [[k, v] for k, v in package_versions().items()]))
     return section
 
@@ -508,19 +638,27 @@ svg text {{ font-family: {FONT_STACK}; }}
 table {{ border-collapse: collapse; margin: 8px 0 20px; font-size: 13px; }}
 th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; }}
 th {{ background: #f2f2f2; }}
-td {{ max-width: 460px; overflow-wrap: anywhere; }}
-.chart {{ display: block; margin: 12px 0; }}
+td {{ max-width: 460px; }}
+td.long {{ overflow-wrap: anywhere; }}
+.scroll {{ overflow-x: auto; }}
+.chart {{ display: block; margin: 12px 0; max-width: 100%; height: auto; }}
 .note {{ color: #555; font-size: 13px; }}
 """
 
 RENDER_CHECK = """<script>
 (function () {
-  var drawn = 0;
+  var drawn = 0, clipped = 0, overflow = 0, page = document.documentElement.clientWidth;
   document.querySelectorAll('svg').forEach(function (svg) {
     var box = svg.getBoundingClientRect();
     if (box.width > 0 && box.height > 0 && svg.querySelectorAll('text').length > 0) { drawn += 1; }
+    if (box.right > page + 1) { overflow += 1; }
+    svg.querySelectorAll('text').forEach(function (text) {
+      var t = text.getBoundingClientRect();
+      if (t.left < box.left - 1 || t.right > box.right + 1 || t.top < box.top - 1 || t.bottom > box.bottom + 1) { clipped += 1; }
+    });
   });
   document.title = 'rendered:' + drawn;
+  document.body.setAttribute('data-layout', 'clipped:' + clipped + ' overflow:' + overflow);
 })();
 </script>"""
 
@@ -551,8 +689,10 @@ def build_report(
     """Read ``logs`` and write the HTML report to ``output`` and the Markdown summary beside it
     (``report.md`` in the same folder unless ``markdown`` is given). Returns paths and counts."""
     runs = read_runs(logs)
+    for path, why in runs.skipped:
+        print(f"report: warning: skipped {path}: {why}", file=sys.stderr)
     if not runs.clin and not runs.med:
-        raise ValueError("no ClinConsensus or CliMedBench runs among the logs")
+        raise ValueError("no finished ClinConsensus or CliMedBench runs among the logs")
     sections = ([clin_section(runs.clin, resamples, seed)] if runs.clin else []) + ([med_section(runs.med)] if runs.med else [])
     sections.append(metadata_section(runs))
     output = Path(output)
@@ -562,18 +702,20 @@ def build_report(
     output.write_text(page, encoding="utf-8")
     md_path.write_text(render_markdown(sections, title, output.name), encoding="utf-8")
     return {"html": str(output), "markdown": str(md_path), "charts": len(re.findall(r"<svg\b", page)),
-            "clinconsensus_runs": [r.name for r in runs.clin], "climedbench_runs": [r.name for r in runs.med]}
+            "clinconsensus_runs": [r.name for r in runs.clin], "climedbench_runs": [r.name for r in runs.med],
+            "skipped": [{"log": path, "reason": why} for path, why in runs.skipped]}
 
 
 def add_report_arguments(parser: Any) -> None:
     """The ``report`` subcommand's arguments (an ``argparse`` parser or subparser)."""
     parser.add_argument("logs", nargs="+", help="Inspect .eval/.json logs, lm-eval samples_clinconsensus*/samples_climedbench_*.jsonl "
-                                                "and results_*.json files, of any number of models")
+                                                "and results_*.json files, or folders holding them (an Inspect log dir, an "
+                                                "lm-eval output dir), of any number of models")
     parser.add_argument("--output", required=True, help="the HTML file to write (report.md is written beside it)")
     parser.add_argument("--markdown", help="where to write the Markdown summary (default: report.md beside --output)")
-    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of cases (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--title", default="ClinConsensus / CliMedBench results")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of cases")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    parser.add_argument("--title", default="ClinConsensus / CliMedBench results", help="the page title")
 
 
 def main_report(args: Any) -> int:

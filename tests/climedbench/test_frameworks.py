@@ -111,15 +111,12 @@ def test_loglikelihood_variants_are_defined_for_the_multiple_choice_scenarios():
 
 
 def test_wtd_without_a_loadable_model_says_how_to_provide_one(fake_server, tmp_path):
-    from inspect_ai import eval as inspect_eval
-
     from clinconsensus_tasks.climedbench.inspect_task import climedbench_wtd
+    from clinconsensus_tasks.errors import ConfigurationError
 
-    log = inspect_eval(
-        climedbench_wtd(similarity_model=str(tmp_path / "no-such-model")),
-        model="openai-api/cand/cand-model",
-        log_dir=str(tmp_path),
-        display="none",
-    )[0]
-    assert log.status == "error"
-    assert "Could not load the similarity model" in log.error.message and "train-simcse" in log.error.message
+    # The model is checked when the task is built: the run stops before any answer is generated.
+    with pytest.raises(ConfigurationError) as error:
+        climedbench_wtd(similarity_model=str(tmp_path / "no-such-model"))
+    message = str(error.value)
+    assert "Could not load the similarity model" in message and "train-simcse" in message
+    assert fake_server.stats()["calls"] == {}

@@ -164,6 +164,16 @@ def test_summarize_recomputes_the_same_metrics_from_either_log(fake_server, tmp_
     assert from_inspect["breakdowns"]["subject"]["心血管内科"]["cacs@10"] == inspect_metrics["cacs@10(subject=心血管内科)"]
     assert set(from_inspect["breakdowns"]) == {"difficulty", "subject", "task", "audience"}
     assert "pass@5" in from_inspect["overall"]
+    # The tables: fractions, the frameworks' scale, unless --percent is asked for.
+    overall = from_inspect["overall"]
+    assert cli_main(["summarize", str(samples)]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[2].split() == ["overall", *(f"{overall[n]:.4f}" for n in ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10"))]
+    assert text.rstrip().endswith("(fractions, as the frameworks report them; --percent for %)")
+    assert cli_main(["summarize", "--percent", str(samples)]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[2].split() == ["overall", *(f"{100 * overall[n]:.2f}" for n in ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10"))]
+    assert text.rstrip().endswith("(values in %)")
 
 
 def test_judge_requests_are_greedy_and_carry_extra_body(fake_server, tmp_path, monkeypatch):

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from clinconsensus_tasks.report.html_report import HEADLINE, add_report_arguments, bootstrap_intervals, build_report, main_report
+from clinconsensus_tasks.report.html_report import (
+    HEADLINE, add_report_arguments, bootstrap_intervals, build_report, main_report, model_display_name as row_name, radar_chart,
+)
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
 from clinconsensus_tasks.scorers.climedbench.scenarios import DIMENSIONS
 
@@ -88,15 +90,15 @@ def test_leaderboard_equals_logged_metrics_with_intervals(runs):
         log, metrics = runs["logs"][model]
         intervals = bootstrap_intervals([r.result for r in read_case_records(log.location)], resamples=1000, seed=0)
         for name in HEADLINE:
-            point, lo, hi = CELL.match(table[model][f"{name} [95% CI]"]).groups()
+            point, lo, hi = CELL.match(table[row_name(model)][f"{name} [95% CI]"]).groups()
             assert point == f"{metrics[name]:.4f}", (model, name)
             assert float(lo) <= metrics[name] + 5e-5 and metrics[name] - 5e-5 <= float(hi), (model, name)
             assert (lo, hi) == (f"{intervals[name][0]:.4f}", f"{intervals[name][1]:.4f}")
             assert f"<td>{point} [{lo}, {hi}]</td>" in runs["html"]
-        assert table[model]["judge failures"] == str(int(metrics["judge_failures"]))
-        assert table[model]["cases"] == "12"
+        assert table[row_name(model)]["judge failures"] == str(int(metrics["judge_failures"]))
+        assert table[row_name(model)]["cases"] == "12"
     # Not every interval is degenerate: the bootstrap did resample.
-    assert CELL.match(table["openai-api/cand/cand-model"]["cacs@10 [95% CI]"]).group(2) != f"{runs['logs']['openai-api/cand/cand-model'][1]['cacs@10']:.4f}"
+    assert CELL.match(table["cand-model"]["cacs@10 [95% CI]"]).group(2) != f"{runs['logs']['openai-api/cand/cand-model'][1]['cacs@10']:.4f}"
 
 
 def test_bootstrap_is_seeded():
@@ -126,10 +128,10 @@ def test_breakdowns_and_agreement_equal_logged_metrics(runs):
             labels = [k[len(f"cacs@10({dim}="):-1] for k in metrics if k.startswith(f"cacs@10({dim}=")]
             assert labels
             for label in labels:
-                assert table[model][label] == f"{metrics[f'cacs@10({dim}={label})']:.4f}", (model, label)
+                assert table[row_name(model)][label] == f"{metrics[f'cacs@10({dim}={label})']:.4f}", (model, label)
     agreement = markdown_table(md, "Judge agreement (dual-judge runs)")
-    assert list(agreement) == ["openai-api/cand/dual-model"]  # the single-judge run has no agreement
-    row, metrics = agreement["openai-api/cand/dual-model"], runs["logs"]["openai-api/cand/dual-model"][1]
+    assert list(agreement) == ["dual-model"]  # the single-judge run has no agreement
+    row, metrics = agreement["dual-model"], runs["logs"]["openai-api/cand/dual-model"][1]
     assert row["percent"] == f"{metrics['agreement/percent']:.4f}"
     assert row["kappa"] == f"{metrics['agreement/kappa']:.4f}"
     assert row["macro F1"] == f"{metrics['agreement/macro_f1']:.4f}"
@@ -145,22 +147,23 @@ def test_climedbench_tables_equal_logged_metrics(runs):
     failures = markdown_table(md, "Parse failures per scenario")
     for model in ("openai-api/cand/examinee-1", "openai-api/cand/examinee-2"):
         metrics = runs["logs"][model][1]
-        assert scores[model]["score"] == f"{metrics['score']:.4f}"
-        assert scores[model]["parse failure"] == f"{metrics['parse_failure']:.4f}"
+        assert scores[row_name(model)]["score"] == f"{metrics['score']:.4f}"
+        assert scores[row_name(model)]["parse failure"] == f"{metrics['parse_failure']:.4f}"
         for code in CLIMEDBENCH_SCENARIOS:
-            column = next(c for c in scores[model] if c.startswith(f"{code} ("))
-            assert scores[model][column] == f"{metrics[f'{code}/score']:.4f}"
-            assert failures[model][code] == f"{metrics[f'{code}/parse_failure']:.4f}"
+            column = next(c for c in scores[row_name(model)] if c.startswith(f"{code} ("))
+            assert scores[row_name(model)][column] == f"{metrics[f'{code}/score']:.4f}"
+            assert failures[row_name(model)][code] == f"{metrics[f'{code}/parse_failure']:.4f}"
         for dim, zh in DIMENSIONS.items():
             want = f"{metrics[f'dimension/{dim}']:.4f}" if f"dimension/{dim}" in metrics else "–"
-            assert dims[model][f"{zh} {dim}"] == want
+            assert dims[row_name(model)][f"{zh} {dim}"] == want
     # The examinees differ, so the comparison is not vacuous.
-    assert scores["openai-api/cand/examinee-1"]["score"] != scores["openai-api/cand/examinee-2"]["score"]
+    assert scores["examinee-1"]["score"] != scores["examinee-2"]["score"]
 
 
 def test_metadata(runs):
     table = markdown_table(runs["md"], "Runs")
-    dual = table["openai-api/cand/dual-model"]
+    dual = table["dual-model"]
+    assert dual["model as logged"] == "openai-api/cand/dual-model"
     log = runs["logs"]["openai-api/cand/dual-model"][0]
     assert dual["judges"] == "openai-api/judge/judge-model, openai-api/judge/judge-alt"
     assert dual["judge mode"] == "per_criterion"
@@ -261,7 +264,7 @@ def test_renders_in_headless_chromium(runs, tmp_path):
     url = Path(runs["info"]["html"]).resolve().as_uri()
     png = tmp_path / "report.png"
 
-    shot = _chromium(tmp_path, f"--screenshot={png}", "--window-size=1280,2000", url)
+    shot = _chromium(tmp_path, f"--screenshot={png}", "--window-size=1400,3000", url)
     assert shot.returncode == 0, shot.stderr[-2000:]
     assert png.is_file() and png.stat().st_size > 10_000
     assert _non_white_share(png) > 0.01
@@ -272,9 +275,87 @@ def test_renders_in_headless_chromium(runs, tmp_path):
         assert "Uncaught" not in output and "CONSOLE" not in output, output[-2000:]
     title = re.search(r"<title>(rendered:\d+)</title>", dom.stdout)
     assert title and title.group(1) == f"rendered:{N_CHARTS}"
+    # At 1,400 px nothing is cut off: no chart text outside its chart, no chart wider than the page.
+    assert 'data-layout="clipped:0 overflow:0"' in dom.stdout
     for label in ("心血管内科", "精神心理科", "诊断与鉴别诊断", "临床问答 clinical_qa"):
         assert re.search(rf"<text[^>]*>{label}", dom.stdout), label
     shutil.copy(png, runs["dir"] / "out" / "report.png")  # beside the report, for a look
+
+
+def _require_browser() -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not installed: run .ci/install_report_deps.sh")
+
+
+LONG_NAMES = ["openai-api/vllm-cluster-a/Qwen/Qwen3-235B-A22B-Instruct-2507-FP8-long-context",
+              "anthropic/claude-sonnet-4-5-20250929", "vllm/HuatuoGPT-o1-72B", "华佗GPT-二期-医疗对话模型-七十二B参数版本",
+              "openai/gpt-4.1-mini", "hf/skylenage/ClinConsensus-Judge-8B"]
+
+
+def test_charts_fit_the_page_with_long_names_and_many_models(tmp_path):
+    """Six models with long (also Chinese) names, 14 scenario groups and negative dimension scores:
+    at 1,400 px every legend, label and chart stays inside the page (checked by the page's own
+    layout probe in Chromium; the screenshot is kept beside the page for a look)."""
+    from clinconsensus_tasks.report.html_report import Section, bar_chart, heatmap, line_chart, render_html
+    from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS
+
+    _require_browser()
+    codes = list(SCENARIOS)
+    dims = [f"{zh} {d}" for d, zh in DIMENSIONS.items()]
+    charts = [
+        line_chart({n: [max(0.0, 0.8 - 0.03 * k - 0.05 * i) for k in range(30)] for i, n in enumerate(LONG_NAMES)}, list(range(1, 31)), "curve", "CACS@k"),
+        heatmap(LONG_NAMES, ["心血管内科", "精神心理科"], {(n, "心血管内科"): 0.3 for n in LONG_NAMES}, "heat"),
+        bar_chart(codes, {n: [0.1 * (i + 1) % 1 for i in range(len(codes))] for n in LONG_NAMES}, "parse failures"),
+        radar_chart(dims, {n: {d: (-0.6 if j == 5 else 0.2 + 0.1 * i) for j, d in enumerate(dims)} for i, n in enumerate(LONG_NAMES)}, "radar"),
+    ]
+    page = tmp_path / "stress.html"
+    page.write_text(render_html([Section("stress", charts=charts)], "stress"), encoding="utf-8")
+    dom = _chromium(tmp_path, "--dump-dom", "--window-size=1400,3000", page.resolve().as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert "<title>rendered:4</title>" in dom.stdout
+    assert 'data-layout="clipped:0 overflow:0"' in dom.stdout
+    shot = _chromium(tmp_path, f"--screenshot={tmp_path / 'stress.png'}", "--window-size=1400,3000", page.resolve().as_uri())
+    assert shot.returncode == 0 and _non_white_share(tmp_path / "stress.png") > 0.01
+
+
+def test_radar_shows_negative_scores():
+    svg = radar_chart(["a", "b", "c"], {"m1": {"a": -0.5, "b": 0.2, "c": 0.4}, "m2": {"a": 0.0, "b": 0.2, "c": 0.4}}, "t")
+    points = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)" r="3" fill="[^"]+"><title>(m\d): a ', svg)
+    (x1, y1, _), (x2, y2, _) = points
+    assert (x1, y1) != (x2, y2)  # -0.5 and 0 are drawn apart, neither at the centre
+    assert (x1, y1) != ("380.0", "240.0") and (x2, y2) != ("380.0", "240.0")
+    assert ">-0.5</text>" in svg and ">0</text>" in svg  # the rings are labelled
+
+
+def test_one_name_per_model_across_frameworks():
+    assert row_name("openai-api/cand/cand-model") == "cand-model"  # Inspect
+    assert row_name("cand-model") == "cand-model"  # lm-eval's output folder
+    assert row_name("vllm/Qwen/Qwen3-8B") == row_name("Qwen__Qwen3-8B") == "Qwen/Qwen3-8B"
+    assert row_name("openai/gpt-4.1") == "gpt-4.1"
+
+
+def test_folders_are_read_and_unfinished_or_empty_logs_skipped(runs, tmp_path, capsys):
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    unfinished = read_eval_log(runs["logs"]["openai-api/cand/cand-model"][0].location)
+    unfinished.status = "started"
+    extra = tmp_path / "extra"
+    write_eval_log(unfinished, str(extra / "2026-01-01T00-00-00+00-00_clinconsensus_unfinished.eval"))
+    empty = extra / "lmeval" / "m" / "samples_climedbench_ke_2026-01-01T00-00-00.000000.jsonl"
+    empty.parent.mkdir(parents=True)
+    empty.write_text("", encoding="utf-8")
+    info = build_report([runs["dir"], extra], tmp_path / "report.html", resamples=1000, seed=0)
+    assert info["clinconsensus_runs"] == ["cand-model", "dual-model"]
+    assert info["climedbench_runs"] == ["examinee-1", "examinee-2"]
+    assert info["skipped"] == [
+        {"log": str(extra / "2026-01-01T00-00-00+00-00_clinconsensus_unfinished.eval"), "reason": "unfinished Inspect run (status 'started')"},
+        {"log": str(empty), "reason": "no samples"},
+    ]
+    assert f"report: warning: skipped {empty}: no samples" in capsys.readouterr().err
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    for title in ("Leaderboard (bootstrap: resampled cases)", "Per-scenario scores", "Dimensions"):
+        assert markdown_table(md, title) == markdown_table(runs["md"], title)
+    assert "### Skipped logs (unfinished or empty)" in md
 
 
 # -- lm-eval files ---------------------------------------------------------------------------------
@@ -311,14 +392,17 @@ def test_report_from_lmeval_sample_files(fake_server, tmp_path, monkeypatch):
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
 
     assert info["clinconsensus_runs"] == ["examinee-3"]
-    assert info["climedbench_runs"] == ["examinee-3", "examinee-3 #2"]  # one row per samples file
+    assert info["climedbench_runs"] == ["examinee-3"]  # one run: the samples files of one lm-eval run, grouped
     row = markdown_table(md, "Leaderboard (bootstrap: resampled cases)")["examinee-3"]
     for name in HEADLINE:
         assert row[f"{name} [95% CI]"].split(" ")[0] == f"{results['results']['clinconsensus'][f'{name},judge']:.4f}", name
     scores = markdown_table(md, "Per-scenario scores")
     assert scores["examinee-3"]["SSO (kendall_tau)"] == f"{results['results']['climedbench_sso']['score,answer']:.4f}"
-    assert scores["examinee-3 #2"]["BKT (accuracy)"] == f"{results['results']['climedbench_bkt']['score,answer']:.4f}"
-    assert markdown_table(md, "Parse failures per scenario")["examinee-3 #2"]["BKT"] == \
+    assert scores["examinee-3"]["BKT (accuracy)"] == f"{results['results']['climedbench_bkt']['score,answer']:.4f}"
+    assert markdown_table(md, "Parse failures per scenario")["examinee-3"]["BKT"] == \
         f"{results['results']['climedbench_bkt']['parse_failure,answer']:.4f}"
-    for task in ("clinconsensus", "climedbench_sso"):
-        assert f"| examinee-3 | lm-eval | {task} |" in md
+    for task in ("clinconsensus", "climedbench_bkt, climedbench_sso"):
+        assert f"| examinee-3 | examinee-3 | lm-eval | {task} |" in md
+    # The lm-eval output folder gives the same report as its files.
+    build_report([tmp_path / "lmeval"], tmp_path / "folder" / "report.html", resamples=200)
+    assert (tmp_path / "folder" / "report.md").read_text(encoding="utf-8") == md

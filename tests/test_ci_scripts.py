@@ -1,0 +1,68 @@
+"""The CI helper scripts, run for real with stand-in system commands on PATH.
+
+``.ci/install_report_deps.sh`` once failed about one run in five: ``fc-list | grep -q`` under
+``set -o pipefail`` fails when grep exits at the first match and fc-list dies of SIGPIPE. Here a
+stand-in ``fc-list`` prints the match first and then a lot more, which makes that race certain,
+and the script must still succeed every time.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / ".ci" / "install_report_deps.sh"
+
+
+def _command(folder: Path, name: str, body: str) -> None:
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body + "\n", encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.fixture
+def fake_system(tmp_path):
+    """A PATH with stand-ins: packages missing per dpkg-query, apt-get logging its calls, a large fc-list."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "apt.log"
+    _command(bin_dir, "dpkg-query", "exit 1")  # nothing installed yet
+    _command(bin_dir, "apt-get", f'echo "$@" >> {log}')
+    _command(bin_dir, "sudo", '"$@"')
+    _command(bin_dir, "id", "echo 1000")
+    _command(bin_dir, "chromium", "exit 0")
+    # The CJK family first, then 200,000 more lines: grep -q would stop reading long before the end.
+    _command(bin_dir, "fc-list", 'echo "Noto Sans CJK SC"; seq 1 200000 | sed "s/^/DejaVu Sans /"')
+    env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    return env, log, bin_dir
+
+
+def test_install_report_deps_passes_when_font_is_listed_early(fake_system):
+    env, log, _ = fake_system
+    for _ in range(5):
+        done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().endswith("installed: chromium fonts-noto-cjk")
+    calls = log.read_text(encoding="utf-8").splitlines()
+    assert calls[:2] == ["update -qq", "install -y -qq --no-install-recommends chromium fonts-noto-cjk"]
+
+
+def test_install_report_deps_fails_when_font_is_missing(fake_system):
+    env, _, bin_dir = fake_system
+    _command(bin_dir, "fc-list", 'seq 1 1000 | sed "s/^/DejaVu Sans /"')
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "Noto Sans CJK font not found after install" in done.stderr
+
+
+def test_install_report_deps_does_nothing_when_installed(fake_system):
+    env, log, bin_dir = fake_system
+    _command(bin_dir, "dpkg-query", 'printf "install ok installed"')
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert done.stdout.strip() == "report deps already installed: chromium fonts-noto-cjk"
+    assert not log.exists()

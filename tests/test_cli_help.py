@@ -1,0 +1,66 @@
+"""The command line reads well: every option has help and shows its default, no reST backticks
+in --help, tables stay aligned with Chinese labels, and the stand-in server's --help names the
+model-name words it reacts to."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+from clinconsensus_tasks.cli import HelpFormatter, build_parser, display_width, format_table
+
+
+def all_parsers(parser: argparse.ArgumentParser, path: str = "clinconsensus-eval"):
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from all_parsers(child, f"{path} {name}")
+
+
+def test_every_option_has_help_and_shows_its_default():
+    parsers = list(all_parsers(build_parser()))
+    assert len(parsers) == 15  # the top level, 11 commands, 3 cat steps
+    for path, parser in parsers:
+        text = parser.format_help()
+        assert "`" not in text, path
+        formatter = HelpFormatter(path)
+        for action in parser._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            assert action.help, f"{path} {action.dest}: no help"
+            if action.option_strings and not action.required or action.nargs == "?":
+                assert "default" in formatter._get_help_string(action).lower(), f"{path} {action.dest}: default not shown"
+
+
+def test_defaults_are_shown_as_typed():
+    help_text = " ".join(build_parser()._subparsers._group_actions[0].choices["summarize"].format_help().split())
+    assert "CACS@k, comma-separated (default: 7,10)" in help_text
+    assert "expected criteria per case, N (default: 30)" in help_text
+    assert "print metrics in percent instead of fractions (the frameworks' scale) (default: off)" in help_text
+    assert build_parser().parse_args(["summarize", "x.eval"]).thresholds == (7, 10)
+
+
+def test_tables_stay_aligned_with_chinese_labels():
+    lines = format_table(["label", "cases", "cacs@10"], [["心血管内科", "3", "0.2500"], ["overall", "12", "0.3611"], ["儿科（新生儿）", "1", "1.0000"]])
+    assert lines == [
+        "   label           cases  cacs@10",
+        "   心血管内科          3   0.2500",
+        "   overall            12   0.3611",
+        "   儿科（新生儿）      1   1.0000",
+    ]
+    assert len({display_width(line) for line in lines}) == 1
+    assert display_width("心a") == 3 and display_width("Ａ") == 2
+
+
+def test_stand_in_server_help_lists_its_model_names():
+    done = subprocess.run([sys.executable, "-m", "clinconsensus_tasks.fake_openai_server", "--help"],
+                          capture_output=True, text=True, check=True, timeout=60)
+    text = done.stdout
+    assert "`" not in text
+    for word, meaning in [("empty", "candidate answers with empty content"), ("unauthorized", "HTTP 401"),
+                          ("flaky", "HTTP 429 or 500"), ("alt", "disagrees"), ("examinee", "depend on the model name")]:
+        line = next(line for line in text.splitlines() if line.strip().startswith(word + " "))
+        assert meaning in line, word
+    assert "(default: 0.0)" in text and "0 picks a free one (default: 0)" in text
