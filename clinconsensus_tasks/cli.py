@@ -8,6 +8,7 @@
   corpus, to build CliMedBench's WTD similarity model.
 * ``report``: one self-contained HTML report with charts, and a Markdown summary, from the logs of
   several models (see ``report``).
+* ``compare-models BASELINE CANDIDATE``: the regression gate (see ``report.compare_models``).
 * ``compare``, ``agreement``, ``rescore``, ``export-sft``: judge agreement (two judges or two judge
   modes; judges against human labels), re-grading stored answers with another judge or mode, and
   SFT data for training a local judge (see ``judge_tools``).
@@ -281,6 +282,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="one self-contained HTML report with charts (and report.md) from logs of several models")
     add_report_arguments(p)  # logs..., --output (required), --markdown, --resamples 1000, --seed 0, --title
     p.set_defaults(func=main_report)
+
+    from clinconsensus_tasks.report.compare_models import add_arguments as add_compare_arguments, main_compare
+
+    p = sub.add_parser("compare-models", help="regression gate: two runs case by case, paired intervals and p-values, exit 1 if worse")
+    add_compare_arguments(p)
+    p.set_defaults(func=main_compare)
 
     p = sub.add_parser("train-simcse", help="unsupervised SimCSE fine-tuning of a sentence-transformers model")
     p.add_argument("--model", required=True, help="base model: hub id or folder (sentence-transformers or plain transformer)")

@@ -13,7 +13,9 @@ under test is the same client code that talks to a user's endpoint:
   one of the shapes real models use, chosen by :func:`climedbench_answer`: a letter after a marker,
   a bare or full-width letter, an ordering with arrows, a keyword list, a free-text comment, or
   now and then nothing usable;
-* a candidate model name containing ``empty`` answers with empty content; a judge model name
+* a candidate model name containing ``empty`` answers with empty content, one containing
+  ``degraded`` only on the questions :func:`degraded_case` picks (about a quarter), so two runs
+  differ on a few known cases; a judge model name
   containing ``unauthorized`` gets HTTP 401 for every request (a wrong API key);
 * judge model names containing ``flaky`` get injected faults, chosen by :func:`fault_for`
   (HTTP 429 or 500 on the first attempt, a malformed verdict on the first attempt, or a verdict
@@ -76,6 +78,11 @@ def candidate_answer(question: str, answer_chars: int = 0) -> str:
     while len(answer) < answer_chars:
         answer += _FILLER
     return answer[:answer_chars] if answer_chars else answer
+
+
+def degraded_case(question: str) -> bool:
+    """Whether a ``degraded`` candidate answers ``question`` with empty content (about 1 in 4)."""
+    return _digest("degraded", " ".join(question.split())) % 4 == 0
 
 
 _OPTION_LINE = re.compile(r"^([A-Z])\. ", re.MULTILINE)
@@ -235,7 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
             kind, status, content = "per_criterion", *self._per_criterion(model, user, attempt)
         elif system == BATCHED_SYSTEM:
             kind, status, content = "batched", *self._batched(model, user, attempt)
-        elif "empty" in model:
+        elif "empty" in model or ("degraded" in model and degraded_case(user)):
             kind, status, content = "candidate", 200, ""
         elif user.startswith(_CLIMEDBENCH_ROLE):
             kind, status, content = "candidate", 200, climedbench_answer(user, model)

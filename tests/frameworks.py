@@ -29,14 +29,14 @@ def expected_metrics(flaky: bool = False) -> dict[str, float]:
     return out
 
 
-def run_inspect(log_dir: Path, judge: str = "judge-model", **task_args):
+def run_inspect(log_dir: Path, judge: str = "judge-model", candidate: str = "cand-model", **task_args):
     from inspect_ai import eval as inspect_eval
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
 
     logs = inspect_eval(
         clinconsensus(data="sample", **task_args),
-        model="openai-api/cand/cand-model",
+        model=f"openai-api/cand/{candidate}",
         model_roles={"grader": f"openai-api/judge/{judge}"},
         log_dir=str(log_dir),
         display="none",
@@ -48,19 +48,32 @@ def run_inspect(log_dir: Path, judge: str = "judge-model", **task_args):
     return log, metrics
 
 
-def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "judge-model", mode: str | None = None):
+def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "judge-model", mode: str | None = None,
+               candidate: str = "cand-model"):
+    """One lm-eval run; with ``output_path``, results and samples files are written there as
+    ``lm_eval --output_path DIR --log_samples`` writes them (its EvaluationTracker)."""
     from clinconsensus_tasks.lmeval_tasks import simple_evaluate
 
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = judge
     if mode:
         os.environ["CLINCONSENSUS_JUDGE_MODE"] = mode
+    tracker = None
+    if output_path is not None:
+        from lm_eval.loggers import EvaluationTracker
+
+        tracker = EvaluationTracker(output_path=str(output_path))
     results = simple_evaluate(
         model="local-chat-completions",
-        model_args={"model": "cand-model", "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
+        model_args={"model": candidate, "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
         apply_chat_template=True,
         log_samples=True,
         bootstrap_iters=0,
+        evaluation_tracker=tracker,
     )
+    if tracker is not None:
+        tracker.save_results_aggregated(results=results, samples=results["samples"])
+        for name in results["configs"]:
+            tracker.save_results_samples(task_name=name, samples=results["samples"][name])
     task = results["results"]["clinconsensus"]
     metrics = {k.split(",")[0]: v for k, v in task.items() if k.endswith(",judge") and "_stderr" not in k}
     return results, metrics
