@@ -82,7 +82,7 @@ def run_files(path: str | Path) -> list[Path]:
     if not path.is_dir():
         raise FileNotFoundError(f"no such log file or folder: {path}")
     inspect_logs = sorted(p for p in path.rglob("*") if p.is_file() and _is_inspect_log(p) and not p.name.startswith("."))
-    samples = sorted(path.rglob("samples_clin*.jsonl"))
+    samples = sorted([*path.rglob("samples_clinconsensus*.jsonl"), *path.rglob("samples_climedbench*.jsonl")])
     if inspect_logs and samples or len(inspect_logs) > 1:
         found = ", ".join(str(p) for p in [*inspect_logs, *samples][:6])
         raise RunMismatch(f"{path}: holds several runs ({found}); name the log file of one run")
@@ -154,7 +154,7 @@ def read_clinconsensus_run(files: Sequence[Path], thresholds: Sequence[int], n_c
 
 
 def climedbench_items(path: Path) -> list[tuple[str, str, float, Any]]:
-    """``(key, scenario code, value, item)`` per scored answer of an Inspect log or lm-eval samples file."""
+    """``(key, scenario code, value, item as a dict)`` per scored answer of an Inspect log or lm-eval samples file."""
     out = []
     if path.suffix == ".jsonl":
         with path.open(encoding="utf-8") as handle:
@@ -166,7 +166,7 @@ def climedbench_items(path: Path) -> list[tuple[str, str, float, Any]]:
                     doc = sample["doc"]
                     code = str(doc["scenario"]).upper()
                     value = float(sample[SCENARIOS[code].metric])
-                    out.append((f"{code}:{doc['id']}", code, value, doc.get("item_json") or doc.get("prompt")))
+                    out.append((f"{code}:{doc['id']}", code, value, json.loads(doc["item_json"])))
                 except (KeyError, TypeError, ValueError) as exc:
                     raise ClinConsensusError(f"{path}:{number}: not a climedbench lm-eval sample record ({type(exc).__name__}: {exc})") from exc
         return out
@@ -177,8 +177,7 @@ def climedbench_items(path: Path) -> list[tuple[str, str, float, Any]]:
         if score is None or not isinstance(score.value, dict):
             raise ClinConsensusError(f"{path}: sample {sample.id!r} (epoch {sample.epoch}) has no climedbench_scorer score (did it error?)")
         code = str((sample.metadata or {})["scenario"])
-        item = (sample.metadata or {}).get("item")
-        out.append((str(sample.id), code, float(score.value["value"]), json.dumps(item, ensure_ascii=False, sort_keys=True)))
+        out.append((str(sample.id), code, float(score.value["value"]), (sample.metadata or {}).get("item")))
     return out
 
 
@@ -189,7 +188,7 @@ def read_climedbench_run(files: Sequence[Path]) -> PairableRun:
             run.add("score", key, value, stratum=code)
             run.add(f"{code}/score", key, value, stratum=code)
             run.add(f"dimension/{SCENARIOS[code].dimension}", key, value, stratum=code)
-            run.content[key] = _digest(item) if isinstance(item, str) else ""
+            run.content[key] = _digest(item)
     return run
 
 
@@ -286,7 +285,7 @@ def compare_runs(
             f"candidate judge {sorted(candidate.judges)} ({candidate.judge_mode or 'mode not recorded'}). "
             "Pass --allow-different-judge to compare them anyway."
         )
-    names = [m for m in baseline.metrics if m in candidate.metrics]
+    names = sorted((m for m in baseline.metrics if m in candidate.metrics), key=lambda m: m.startswith("dimension/"))
     unknown = [g for g in gates if g not in names]
     if unknown:
         raise ValueError(f"--fail-if-worse: unknown metric(s) {', '.join(unknown)}; this comparison has {', '.join(names)}")
@@ -319,6 +318,7 @@ def _pct(x: float) -> str:
 
 def format_table(comparison: Comparison) -> str:
     c = comparison
+    width = max([22, *(len(name) + 2 for name in c.results)])
     lines = [
         f"baseline:  {c.baseline}",
         f"candidate: {c.candidate}",
@@ -327,7 +327,7 @@ def format_table(comparison: Comparison) -> str:
         + f"; judges {', '.join(c.judges['baseline']) or '-'} / {', '.join(c.judges['candidate']) or '-'}",
         *[f"warning: {w}" for w in c.warnings],
         "",
-        f"{'metric':<22}{'baseline':>10}{'candidate':>11}{'diff':>9}  {'95% CI (paired bootstrap)':<26}{'p (perm.)':>10}  gate",
+        f"{'metric':<{width}}{'baseline':>10}{'candidate':>11}{'diff':>9}  {'95% CI (paired bootstrap)':<26}{'p (perm.)':>10}  gate",
     ]
     for name, r in c.results.items():
         gate = ""
@@ -335,7 +335,7 @@ def format_table(comparison: Comparison) -> str:
             gate = ("FAIL" if name in c.failed else "pass") + f" (worse by > {_pct(c.gates[name])})"
         ci = f"[{_pct(r.interval[0])}, {_pct(r.interval[1])}]"
         p = f"{r.p_value:.4f}" + ("*" if r.exact_p else " ")
-        lines.append(f"{name:<22}{_pct(r.baseline):>10}{_pct(r.candidate):>11}{_pct(r.difference):>9}  {ci:<26}{p:>10}  {gate}")
+        lines.append(f"{name:<{width}}{_pct(r.baseline):>10}{_pct(r.candidate):>11}{_pct(r.difference):>9}  {ci:<26}{p:>10}  {gate}")
     lines.append("")
     lines.append("values in %; diff = candidate - baseline; p: two-sided paired permutation test (* exact: every swap pattern enumerated)")
     if c.gates:

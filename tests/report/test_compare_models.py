@@ -107,3 +107,59 @@ def test_runs_on_other_data_or_judges_are_refused_unless_allowed(fake_server, tm
     assert "unknown metric(s) cacs@99" in capsys.readouterr().err
     assert cli_main(["compare-models", str(tmp_path), str(samples)]) == 2
     assert "several runs" in capsys.readouterr().err
+
+
+def _climedbench_expected(model: str, codes: list[str]) -> dict[str, float]:
+    from clinconsensus_tasks.climedbench.dataset import load_scenario
+    from clinconsensus_tasks.fake_openai_server import climedbench_answer
+    from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, build_prompt, score_answer
+    from clinconsensus_tasks.scorers.climedbench.scenarios import summarize as summarize_items
+
+    rows = []
+    for code in codes:
+        for item in load_scenario(code, announce=False).items:
+            value, parsed = score_answer(SCENARIOS[code], item, climedbench_answer(build_prompt(SCENARIOS[code], item), model))
+            rows.append((code, value, parsed))
+    return summarize_items(rows)
+
+
+def test_climedbench_runs_are_paired_by_item_across_frameworks(fake_server, tmp_path, capsys):
+    # Two examinees the server answers differently (its rule depends on "examinee" model names).
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.climedbench.inspect_task import climedbench
+    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+
+    codes = ["ID1", "SSO", "KE"]
+    for model in ("examinee-a", "examinee-b"):
+        log = inspect_eval(climedbench(scenarios=",".join(codes)), model=f"openai-api/cand/{model}",
+                           log_dir=str(tmp_path / model), display="none")[0]
+        assert log.status == "success", log.error
+    a, b = _climedbench_expected("examinee-a", codes), _climedbench_expected("examinee-b", codes)
+    code, report = _compare(capsys, str(tmp_path / "examinee-a"), str(tmp_path / "examinee-b"))
+    assert code == 0 and report["benchmark"] == "climedbench" and report["paired_cases"] == 25
+    for name in ("score", "ID1/score", "SSO/score", "KE/score", "dimension/reasoning"):
+        entry = report["metrics"][name]
+        assert entry["baseline"] == pytest.approx(a[name]) and entry["candidate"] == pytest.approx(b[name])
+        assert entry["difference"] == pytest.approx(b[name] - a[name])
+        assert entry["ci95"][0] <= entry["difference"] <= entry["ci95"][1]
+    worse, better = ("examinee-b", "examinee-a") if b["score"] < a["score"] else ("examinee-a", "examinee-b")
+    assert b["score"] != a["score"]
+    gate = ["--fail-if-worse", "score"]
+    code, report = _compare(capsys, str(tmp_path / better), str(tmp_path / worse), *gate)
+    assert report["metrics"]["score"]["difference"] < 0
+    assert code == (1 if report["metrics"]["score"]["ci95"][1] < 0 else 0)
+
+    # lm-eval writes one samples file per scenario: the output folder is one run.
+    from lm_eval.loggers import EvaluationTracker
+
+    tracker = EvaluationTracker(output_path=str(tmp_path / "lmeval-a"))
+    results = simple_evaluate(tasks=[f"climedbench_{c.lower()}" for c in codes], model="local-chat-completions",
+                              model_args={"model": "examinee-a", "base_url": f"{fake_server.base_url}/chat/completions"},
+                              apply_chat_template=True, log_samples=True, bootstrap_iters=0, evaluation_tracker=tracker)
+    tracker.save_results_aggregated(results=results, samples=results["samples"])
+    for name in results["configs"]:
+        tracker.save_results_samples(task_name=name, samples=results["samples"][name])
+    code, report = _compare(capsys, str(tmp_path / "lmeval-a"), str(tmp_path / "examinee-a"), *gate)
+    assert code == 0 and report["paired_cases"] == 25
+    assert all(m["difference"] == 0 for m in report["metrics"].values())
