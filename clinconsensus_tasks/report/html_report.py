@@ -558,9 +558,31 @@ def render_markdown(sections: Sequence[Section], title: str, html_name: str) -> 
     return "\n".join(parts)
 
 
+def baseline_section(baseline: str | Path, runs: Runs, resamples: int, seed: int) -> Section:
+    """Every run of the baseline's benchmark against the baseline (``compare-models``), case by case."""
+    from clinconsensus_tasks.report.compare_models import RunMismatch, compare_runs, read_run
+
+    section = Section(f"Against the baseline {Path(baseline).name}")
+    base = read_run(baseline)
+    for run in [*runs.clin, *runs.med]:
+        if Path(run.path).resolve() == Path(baseline).resolve():
+            continue
+        try:
+            comparison = compare_runs(base, read_run(run.path), resamples=resamples, seed=seed)
+        except RunMismatch as exc:
+            section.notes.append(f"{run.name}: not compared ({exc})")
+            continue
+        rows = [[name, _f(r.baseline), _f(r.candidate), f"{r.difference:+.4f}", _ci(r.interval), f"{r.p_value:.4f}"]
+                for name, r in comparison.results.items()]
+        section.tables.append(Table(f"{run.name} - baseline ({comparison.paired_cases} paired cases)",
+                                    ["metric", "baseline", "candidate", "difference", "95% CI (paired bootstrap)", "p (paired permutation)"], rows))
+    section.notes.append(f"Paired over the cases both runs share; {resamples} bootstrap resamples and permutations, seed {seed}.")
+    return section
+
+
 def build_report(
     logs: Sequence[str | Path], output: str | Path, markdown: str | Path | None = None,
-    resamples: int = 1000, seed: int = 0, title: str = "ClinConsensus / CliMedBench results",
+    resamples: int = 1000, seed: int = 0, title: str = "ClinConsensus / CliMedBench results", baseline: str | Path | None = None,
 ) -> dict[str, Any]:
     """Read ``logs`` and write the HTML report to ``output`` and the Markdown summary beside it
     (``report.md`` in the same folder unless ``markdown`` is given). Returns paths and counts."""
@@ -568,6 +590,8 @@ def build_report(
     if not runs.clin and not runs.med:
         raise ValueError("no ClinConsensus or CliMedBench runs among the logs")
     sections = ([clin_section(runs.clin, resamples, seed)] if runs.clin else []) + ([med_section(runs.med)] if runs.med else [])
+    if baseline:
+        sections.append(baseline_section(baseline, runs, resamples, seed))
     sections.append(metadata_section(runs))
     output = Path(output)
     md_path = Path(markdown) if markdown else output.with_name("report.md")
@@ -588,10 +612,12 @@ def add_report_arguments(parser: Any) -> None:
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of cases (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--title", default="ClinConsensus / CliMedBench results")
+    parser.add_argument("--baseline", help="a run (log file or folder) to compare every other run of its benchmark against, "
+                                           "case by case as compare-models does (default: none)")
 
 
 def main_report(args: Any) -> int:
     """Run the ``report`` subcommand from parsed arguments (see :func:`add_report_arguments`)."""
-    info = build_report(args.logs, args.output, args.markdown, args.resamples, args.seed, args.title)
+    info = build_report(args.logs, args.output, args.markdown, args.resamples, args.seed, args.title, getattr(args, "baseline", None))
     print(json.dumps(info, ensure_ascii=False, indent=2))
     return 0

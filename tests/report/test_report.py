@@ -188,6 +188,21 @@ def test_cli_arguments(runs, tmp_path, capsys):
     assert '"charts": 6' in capsys.readouterr().out
 
 
+def test_baseline_comparison(runs, tmp_path):
+    # dual-model gets the same answers as cand-model (the server's answers depend on the question
+    # only) and the same reference judge: every paired difference is 0.
+    logs = {model: log.location for model, (log, _) in runs["logs"].items()}
+    build_report(list(logs.values()), tmp_path / "r.html", resamples=200, baseline=logs["openai-api/cand/cand-model"])
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    table = markdown_table(md, "openai-api/cand/dual-model - baseline (12 paired cases)")
+    assert set(table) == set(HEADLINE)
+    metrics = runs["logs"]["openai-api/cand/cand-model"][1]
+    for name in HEADLINE:
+        assert table[name]["difference"] == "+0.0000" and table[name]["baseline"] == f"{metrics[name]:.4f}"
+        assert table[name]["p (paired permutation)"] == "1.0000"
+    assert "examinee-1: not compared" in md  # a CliMedBench run is not paired with a ClinConsensus baseline
+
+
 # -- a real browser --------------------------------------------------------------------------------
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
