@@ -49,19 +49,30 @@ def _summarize(args: argparse.Namespace) -> int:
 
     from clinconsensus_tasks.judge.tools import compare_logs
 
+    from clinconsensus_tasks.report.costs import judge_usage, usage_rows
+    from clinconsensus_tasks.scorers.usage import parse_prices
+
+    prices = parse_prices(args.prices)
     report = {}
+    all_records = {}
     for path in args.logs:
-        records = read_case_records(path)
+        records = all_records[path] = read_case_records(path)
         rows = [r.result for r in records]
         report[path] = {
             "overall": summarize(rows, args.thresholds, args.n_criteria),
             "breakdowns": breakdowns(rows, args.thresholds, args.n_criteria),
+            "judge_usage": usage_rows(judge_usage(records), prices),
         }
         if any(r.local_judgments for r in records):
             local_rows = [r.local_result for r in records]
             report[path]["local_judge"] = summarize(local_rows, args.thresholds, args.n_criteria)
             report[path]["local_judge_breakdowns"] = breakdowns(local_rows, args.thresholds, args.n_criteria)
             report[path]["agreement"] = {k: v for k, v in compare_logs(path, None, args.thresholds).items() if not k.startswith("other/")}
+    if args.csv:
+        from clinconsensus_tasks.report.csv_export import write_csv
+
+        written = write_csv(args.csv, all_records, args.thresholds, args.n_criteria, prices)
+        print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
         return 0
@@ -81,6 +92,10 @@ def _summarize(args: argparse.Namespace) -> int:
             print("-- two judges: local judge " + "  ".join(f"{n} {_pct(result['local_judge'][n])}" for n in names))
             for key, value in result["agreement"].items():
                 print(f"   {key:<40}{value:10.4f}")
+        for row in result["judge_usage"]:
+            cost = "" if row["cost"] is None else f", cost {row['cost']:.4f}"
+            print(f"-- judge {row['judge']}: {row['calls']} calls, {row['prompt_tokens']} prompt tokens "
+                  f"({row['cached_prompt_tokens']} cached), {row['completion_tokens']} completion tokens{cost}")
         print("(values in %)")
     return 0
 
@@ -207,6 +222,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thresholds", type=_thresholds, default=(7, 10), help="k values for Pass@k and CACS@k (default 7,10)")
     p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case, N (default 30)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--prices", action="append", default=[], metavar="[JUDGE=]IN,CACHED,OUT",
+                   help="judge prices per million tokens (input, cached input, output), per judge or for all; repeatable "
+                        "(default: tokens only, no cost)")
+    p.add_argument("--csv", metavar="DIR", help="also write cases.csv and summary.csv to DIR (default: none)")
     p.set_defaults(func=_summarize)
 
     p = sub.add_parser("validate", help="validate a ClinConsensus data file")

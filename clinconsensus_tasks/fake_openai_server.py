@@ -21,7 +21,8 @@ under test is the same client code that talks to a user's endpoint:
   (HTTP 429 or 500 on the first attempt, a malformed verdict on the first attempt, or a verdict
   that is malformed on every attempt);
 * ``latency`` delays every judge response; ``answer_chars`` pads candidate answers to a realistic
-  length; ``GET /stats`` returns call, status and character counts (judge traffic counted apart);
+  length; every reply carries a ``usage`` block (:func:`usage_for`: characters / 1.5 tokens, and
+  cached tokens for a judge prompt whose prefix an earlier call sent); ``GET /stats`` returns call, status and character counts (judge traffic counted apart);
   ``POST /reset`` clears them; ``POST /config`` with ``{"latency": s, "answer_chars": n}`` changes
   the settings of a running server.
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import re
 import threading
 import time
@@ -136,6 +138,25 @@ def fault_for(answer: str, criterion: str) -> str:
     return {0: FAULT_429, 1: FAULT_500, 2: FAULT_MALFORMED_ONCE, 3: FAULT_MALFORMED_ALWAYS}.get(bucket, FAULT_NONE)
 
 
+CHARS_PER_TOKEN = 1.5  # the fake tokenizer: about what cl100k/o200k give for Chinese clinical text
+
+
+def fake_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def usage_for(messages: list[str], completion: str, cached_prefix: str | None) -> dict[str, Any]:
+    """The ``usage`` block the server returns: prompt tokens (4 per message plus the text),
+    cached tokens = the tokens of a judge prompt's prefix (system prompt, question and answer,
+    everything before the rubric item) when an earlier call sent the same prefix, as a provider's
+    prompt cache would; completion tokens of the reply."""
+    prompt = sum(4 + fake_tokens(m) for m in messages)
+    cached = min(prompt, fake_tokens(cached_prefix)) if cached_prefix else 0
+    completion_tokens = fake_tokens(completion)
+    return {"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": prompt + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": cached}}
+
+
 def _verdict_json(met: bool) -> dict[str, Any]:
     return {"explanation": "回答中" + ("已明确涉及该要点。" if met else "未涉及该要点。"), "criteria_met": met}
 
@@ -158,6 +179,8 @@ class _State:
         self.output_chars = 0
         self.judge_input_chars = 0
         self.judge_output_chars = 0
+        self.prefixes: set[str] = set()  # judge prompt prefixes seen: later calls report them cached
+        self.judge_usage: Counter[str] = Counter()  # usage handed out on judge calls
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
@@ -172,6 +195,7 @@ class _State:
                 "output_chars": self.output_chars,
                 "judge_input_chars": self.judge_input_chars,
                 "judge_output_chars": self.judge_output_chars,
+                "judge_usage": dict(self.judge_usage),
             }
 
 
@@ -260,10 +284,19 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {"Retry-After": "0", "retry-after-ms": "10"} if status == 429 else {}
             self._send(status, {"error": {"message": f"injected {status}", "type": "fake", "code": status}}, headers)
             return
+        cached_prefix = None
         with state.lock:
             state.output_chars += len(content)
             if kind in ("per_criterion", "batched"):
                 state.judge_output_chars += len(content)
+                prefix = system + "\x1f" + user.split(_CRITERION_MARK, 1)[0]
+                cached_prefix = system + user.split(_CRITERION_MARK, 1)[0] if prefix in state.prefixes else None
+                state.prefixes.add(prefix)
+        usage = usage_for([text_of(m) for m in messages], content, cached_prefix)
+        if kind in ("per_criterion", "batched"):
+            with state.lock:
+                state.judge_usage.update(calls=1, prompt_tokens=usage["prompt_tokens"], completion_tokens=usage["completion_tokens"],
+                                         cached_prompt_tokens=usage["prompt_tokens_details"]["cached_tokens"])
         self._send(
             200,
             {
@@ -272,7 +305,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "created": 0,
                 "model": model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": len(raw) // 3, "completion_tokens": len(content) // 2, "total_tokens": len(raw) // 3 + len(content) // 2},
+                "usage": usage,
             },
         )
 

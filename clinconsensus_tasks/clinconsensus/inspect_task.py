@@ -9,7 +9,7 @@ framework-free core in ``clinconsensus_tasks.scorers``, the same code the lm-eva
 from __future__ import annotations
 
 import asyncio
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -35,6 +35,14 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCas
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS, count_failures, count_met, grade_answer
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION, PROBE_MESSAGES
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
+from clinconsensus_tasks.scorers.usage import TokenUsage, total
+
+
+def inspect_usage(usage: Any) -> TokenUsage:
+    """One judge call's tokens from Inspect's ``ModelUsage`` (none reported: the call alone)."""
+    if usage is None:
+        return TokenUsage(calls=1)
+    return TokenUsage.from_inspect(usage.input_tokens, usage.output_tokens, usage.input_tokens_cache_read, usage.input_tokens_cache_write)
 
 GRADER_ROLE = "grader"
 LOCAL_GRADER_ROLE = "local_grader"  # optional second judge, e.g. the distilled local judge
@@ -245,9 +253,10 @@ def rubric_scorer(
         raise ConfigurationError(f"judge_mode={judge_mode!r}; choose one of {', '.join(JUDGE_MODES)}")
     config = GenerateConfig(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
 
-    def completer(model: Model):
+    def completer(model: Model, spent: list[TokenUsage]):
         async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
             output = await model.generate(to_chat(messages), config=config, cache=judge_cache and not fresh)
+            spent.append(inspect_usage(output.usage))
             return output.completion
 
         return complete
@@ -257,22 +266,25 @@ def rubric_scorer(
         local = local_grader()
         rubrics = [(r["criterion_id"], r["criterion"]) for r in state.metadata["rubrics"]]
         answer = state.output.completion if state.output else ""
-        jobs = [grade_answer(state.input_text, answer, rubrics, completer(grader), judge_mode, max_attempts)]
+        spent: list[TokenUsage] = []
+        local_spent: list[TokenUsage] = []
+        jobs = [grade_answer(state.input_text, answer, rubrics, completer(grader, spent), judge_mode, max_attempts)]
         if local is not None:
-            jobs.append(grade_answer(state.input_text, answer, rubrics, completer(local), judge_mode, max_attempts))
+            jobs.append(grade_answer(state.input_text, answer, rubrics, completer(local, local_spent), judge_mode, max_attempts))
         judgments, *local_judgments = await asyncio.gather(*jobs)
         met, failures, empty = count_met(judgments), count_failures(judgments), int(not answer.strip())
         note = f"{met}/{len(judgments)} criteria met" + (f", {failures} failed judgment(s)" if failures else "")
         if empty:
             note = "empty answer: no criterion met (not sent to the judge)"
-        metadata = {"judge_mode": judge_mode, "judge": str(grader), "judgments": [j.to_dict() for j in judgments]}
+        metadata = {"judge_mode": judge_mode, "judge": str(grader), "judgments": [j.to_dict() for j in judgments],
+                    "judge_usage": total(spent).to_dict()}
         local_fields: tuple[int, ...] = ()
         if local_judgments:
             other = local_judgments[0]
             matrix = pair_verdicts([j.met for j in judgments], [j.met for j in other])
             local_fields = (count_met(other), count_failures(other), matrix.tp, matrix.tn, matrix.fp, matrix.fn)
             note += f"; local judge: {local_fields[0]}/{len(other)} met"
-            metadata.update(local_judge=str(local), local_judgments=[j.to_dict() for j in other])
+            metadata.update(local_judge=str(local), local_judgments=[j.to_dict() for j in other], local_judge_usage=total(local_spent).to_dict())
         return Score(
             value={
                 "met": met,

@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
+from clinconsensus_tasks.clinconsensus.lmeval_usage import usage_values
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, cacs_at_k, pass_at_k, rubric_accuracy
 from clinconsensus_tasks.scorers.agreement import Confusion
@@ -156,7 +157,7 @@ def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> l
     out = []
     for record, local in zip(records, local_records):
         matrix = pair_verdicts([j["met"] for j in record["judgments"]], [j["met"] for j in local["judgments"]])
-        record["local"] = {k: local[k] for k in ("met", "failures", "judge_model", "judgments")}
+        record["local"] = {k: local[k] for k in ("met", "failures", "judge_model", "judgments", "judge_usage")}
         record["confusion"] = [matrix.tp, matrix.tn, matrix.fp, matrix.fn]
         out.append(json.dumps(record, ensure_ascii=False))
     for name, st in ((reference_settings.model, stats), (local_settings.model, local_stats)):
@@ -207,6 +208,7 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
         value += [record["local"]["met"], record["local"]["failures"], *record["confusion"]]
         names = DECLARED_METRICS + DUAL_METRICS
     out: dict[str, Any] = {name: value for name in names}
+    out.update(usage_values(record))
     n = n_criteria()
     for k in doc.get("extra_thresholds") or []:
         out[f"pass@{k}"] = pass_at_k([record["met"]], k)

@@ -35,6 +35,8 @@ class CaseRecord:
     local_judgments: list[dict[str, Any]] = field(default_factory=list)
     where: str = ""  # file and line/sample, for messages
     epoch: int = 1
+    judge_usage: dict[str, int] = field(default_factory=dict)  # scorers.usage.TokenUsage fields
+    local_judge_usage: dict[str, int] = field(default_factory=dict)
 
     @property
     def local_result(self) -> CaseResult | None:
@@ -75,6 +77,8 @@ def _lmeval_records(path: Path) -> Iterator[CaseRecord]:
                     local_judge=str(local.get("judge_model", "")),
                     local_judgments=local.get("judgments", []),
                     where=where,
+                    judge_usage=record.get("judge_usage") or {},
+                    local_judge_usage=local.get("judge_usage") or {},
                 )
             except (KeyError, IndexError, TypeError, ValueError) as exc:
                 raise DataValidationError([f"{where}: not a clinconsensus lm-eval sample record ({type(exc).__name__}: {exc})"]) from exc
@@ -104,6 +108,8 @@ def _inspect_records(path: Path) -> Iterator[CaseRecord]:
             local_judgments=extra.get("local_judgments", []),
             where=where,
             epoch=sample.epoch,
+            judge_usage=extra.get("judge_usage") or {},
+            local_judge_usage=extra.get("local_judge_usage") or {},
         )
 
 
