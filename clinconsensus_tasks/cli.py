@@ -8,6 +8,7 @@
   corpus, to build CliMedBench's WTD similarity model.
 * ``report``: one self-contained HTML report with charts, and a Markdown summary, from the logs of
   several models (see ``report``).
+* ``estimate [DATA]``: judge calls and tokens of a run before it starts (see ``judge.estimate``).
 * ``compare-models BASELINE CANDIDATE``: the regression gate (see ``report.compare_models``).
 * ``compare``, ``agreement``, ``rescore``, ``export-sft``: judge agreement (two judges or two judge
   modes; judges against human labels), re-grading stored answers with another judge or mode, and
@@ -307,6 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare-models", help="regression gate: two runs case by case, paired intervals and p-values, exit 1 if worse")
     add_compare_arguments(p)
     p.set_defaults(func=main_compare)
+
+    from clinconsensus_tasks.judge.estimate import add_arguments as add_estimate_arguments, main_estimate
+
+    p = sub.add_parser("estimate", help="judge calls and tokens (and cost with --prices) of a ClinConsensus run, before running it")
+    add_estimate_arguments(p)
+    p.set_defaults(func=main_estimate)
 
     p = sub.add_parser("train-simcse", help="unsupervised SimCSE fine-tuning of a sentence-transformers model")
     p.add_argument("--model", required=True, help="base model: hub id or folder (sentence-transformers or plain transformer)")
