@@ -49,6 +49,12 @@ class TokenUsage:
         return cls(calls, int(input_tokens) + read + write, read, int(output_tokens))
 
 
+def judge_name(judge: str) -> str:
+    """A judge's name without the provider path: Inspect's ``openai-api/judge/gpt-4.1`` and the
+    lm-eval judge client's ``gpt-4.1`` are the same judge."""
+    return judge.rsplit("/", 1)[-1]
+
+
 def total(usages: Sequence[TokenUsage]) -> TokenUsage:
     out = TokenUsage()
     for u in usages:
@@ -92,7 +98,7 @@ def parse_prices(specs: Sequence[str]) -> dict[str, Prices]:
 def price_for(judge: str, prices: Mapping[str, Prices]) -> Prices | None:
     """The prices of ``judge``: by full name, by its last path part (``openai-api/x/gpt-4.1`` ->
     ``gpt-4.1``), else the catch-all; ``None`` when there is none."""
-    for key in (judge, judge.rsplit("/", 1)[-1], ANY_JUDGE):
+    for key in (judge, judge_name(judge), ANY_JUDGE):
         if key in prices:
             return prices[key]
     return None

@@ -36,6 +36,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPT
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION, PROBE_MESSAGES
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
 from clinconsensus_tasks.scorers.usage import TokenUsage, total
+from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_prompt, judge_provenance
 
 
 def inspect_usage(usage: Any) -> TokenUsage:
@@ -45,6 +46,8 @@ def inspect_usage(usage: Any) -> TokenUsage:
     return TokenUsage.from_inspect(usage.input_tokens, usage.output_tokens, usage.input_tokens_cache_read, usage.input_tokens_cache_write)
 
 GRADER_ROLE = "grader"
+# Bumped on any change of prompt, verdict parsing or scoring (see CHANGELOG.md).
+TASK_VERSION = 1  # lm-eval: metadata.version 1.0 in task_configs/clinconsensus
 LOCAL_GRADER_ROLE = "local_grader"  # optional second judge, e.g. the distilled local judge
 
 
@@ -277,7 +280,7 @@ def rubric_scorer(
         if empty:
             note = "empty answer: no criterion met (not sent to the judge)"
         metadata = {"judge_mode": judge_mode, "judge": str(grader), "judgments": [j.to_dict() for j in judgments],
-                    "judge_usage": total(spent).to_dict()}
+                    "judge_usage": total(spent).to_dict(), **judge_provenance(str(grader), grader.api.base_url, judge_mode)}
         local_fields: tuple[int, ...] = ()
         if local_judgments:
             other = local_judgments[0]
@@ -313,6 +316,7 @@ def clinconsensus(
     judge_max_tokens: int | None = None,
     breakdowns: bool = True,
     allow_self_grading: bool = False,
+    revision: str | None = None,
 ) -> Task:
     """ClinConsensus: open-ended Chinese clinical cases graded against 30 rubric criteria each.
 
@@ -330,16 +334,19 @@ def clinconsensus(
             criterion in batched mode).
         breakdowns: also report rubric accuracy and CACS by difficulty, subject, task and audience.
         allow_self_grading: grade with the model under test when no ``grader`` role is bound.
+        revision: the hub revision (branch, tag or commit) of ``data=hub``; default
+            ``$CLINCONSENSUS_DATA_REVISION``, else the default branch.
     """
     ks = parse_thresholds(thresholds, n_criteria)
     if judge_mode not in JUDGE_MODES:
         raise ConfigurationError(f"judge_mode={judge_mode!r}; choose one of {', '.join(JUDGE_MODES)}")
-    loaded = load_cases(data, n_criteria)
+    loaded = load_cases(data, n_criteria, revision)
     return Task(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check),
         scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading, judge_max_tokens),
         metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
         epochs=Epochs(1, clinconsensus_epochs()),
-        metadata={"data_source": loaded.source, "data_sha256": loaded.sha256, "judge_mode": judge_mode},
+        metadata={**data_provenance(loaded), "judge_mode": judge_mode, **judge_prompt(judge_mode)},
+        version=TASK_VERSION,
     )

@@ -27,6 +27,7 @@ from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
 from clinconsensus_tasks.clinconsensus.lmeval_usage import usage_values
+from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, cacs_at_k, pass_at_k, rubric_accuracy
 from clinconsensus_tasks.scorers.agreement import Confusion
@@ -115,7 +116,8 @@ def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
     if os.environ.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
         check_judge(settings)
     print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}", file=sys.stderr)
-    rows = [{**case.to_record(), "extra_thresholds": extra} for case in loaded.cases]
+    provenance = data_provenance(loaded)
+    rows = [{**case.to_record(), "extra_thresholds": extra, "data_provenance": provenance} for case in loaded.cases]
     return {"test": datasets.Dataset.from_list(rows)}
 
 
@@ -156,8 +158,10 @@ def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> l
     (records, stats), (local_records, local_stats) = _run(both)
     out = []
     for record, local in zip(records, local_records):
+        record["provenance"] = judge_provenance(reference_settings.model, reference_settings.base_url, mode)
+        local["provenance"] = judge_provenance(local_settings.model, local_settings.base_url, mode)
         matrix = pair_verdicts([j["met"] for j in record["judgments"]], [j["met"] for j in local["judgments"]])
-        record["local"] = {k: local[k] for k in ("met", "failures", "judge_model", "judgments", "judge_usage")}
+        record["local"] = {k: local[k] for k in ("met", "failures", "judge_model", "judgments", "judge_usage", "provenance")}
         record["confusion"] = [matrix.tp, matrix.tn, matrix.fp, matrix.fn]
         out.append(json.dumps(record, ensure_ascii=False))
     for name, st in ((reference_settings.model, stats), (local_settings.model, local_stats)):
@@ -178,6 +182,8 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
     if extra:
         print(f"[clinconsensus] WARNING: {extra} extra response(s) from `repeats` > 1 are not graded; only each document's first is", file=sys.stderr)
     records, stats = _run(lambda: judge_documents(answers, docs, settings, mode))
+    for record in records:
+        record["provenance"] = judge_provenance(settings.model, settings.base_url, mode)
     failures = sum(r["failures"] for r in records)
     empty = sum(r["empty_answer"] for r in records)
     print(

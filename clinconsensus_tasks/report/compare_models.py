@@ -27,6 +27,7 @@ from typing import Any, Sequence
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, cacs_at_k
 from clinconsensus_tasks.scorers.climedbench.scenarios import DIMENSIONS, SCENARIOS
+from clinconsensus_tasks.scorers.usage import judge_name
 from clinconsensus_tasks.scorers.paired import PairedColumns, PairedResult, compare_paired, worse_beyond
 
 CLINCONSENSUS, CLIMEDBENCH = "clinconsensus", "climedbench"
@@ -202,11 +203,6 @@ def read_run(path: str | Path, thresholds: Sequence[int] = (7, 10), n_criteria: 
 # -- pairing and comparing ---------------------------------------------------------------------------
 
 
-def _judge_name(judge: str) -> str:
-    """``openai-api/judge/gpt-4.1`` (Inspect) and ``gpt-4.1`` (lm-eval) name the same judge."""
-    return judge.rsplit("/", 1)[-1]
-
-
 @dataclass
 class Comparison:
     baseline: str
@@ -276,8 +272,8 @@ def compare_runs(
         )
     if not common:
         raise RunMismatch(f"{baseline.path} and {candidate.path} share no case")
-    judges_b = {_judge_name(j) for j in baseline.judges}
-    judges_c = {_judge_name(j) for j in candidate.judges}
+    judges_b = {judge_name(j) for j in baseline.judges}
+    judges_c = {judge_name(j) for j in candidate.judges}
     modes_differ = bool(baseline.judge_mode and candidate.judge_mode and baseline.judge_mode != candidate.judge_mode)
     if (judges_b != judges_c or modes_differ) and not allow_different_judge:
         raise RunMismatch(

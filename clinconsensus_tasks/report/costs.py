@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from clinconsensus_tasks.scorers.usage import Prices, TokenUsage, price_for
+from clinconsensus_tasks.scorers.usage import Prices, TokenUsage, judge_name, price_for
 
 
 def case_usage(record: Any) -> dict[str, TokenUsage]:
-    """One case's tokens per judge name (the local judge of a dual run apart)."""
+    """One case's tokens per judge name (:func:`scorers.usage.judge_name`, so both frameworks'
+    runs name a judge alike; the local judge of a dual run apart)."""
     out = {}
     if record.judge or record.judge_usage:
-        out[record.judge or "judge"] = TokenUsage.from_dict(record.judge_usage)
+        out[judge_name(record.judge) or "judge"] = TokenUsage.from_dict(record.judge_usage)
     if record.local_judge_usage:
-        out[record.local_judge or "local judge"] = TokenUsage.from_dict(record.local_judge_usage)
+        out[judge_name(record.local_judge) or "local judge"] = TokenUsage.from_dict(record.local_judge_usage)
     return out
 
 

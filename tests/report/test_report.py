@@ -336,3 +336,20 @@ def test_report_from_lmeval_sample_files(fake_server, tmp_path, monkeypatch):
         f"{results['results']['climedbench_bkt']['parse_failure,answer']:.4f}"
     for task in ("clinconsensus", "climedbench_sso"):
         assert f"| examinee-3 | lm-eval | {task} |" in md
+    # Provenance and judge tokens of the lm-eval run, from its samples file.
+    from clinconsensus_tasks.clinconsensus.dataset import load_cases
+    from clinconsensus_tasks.clinconsensus.provenance import judge_prompt
+    from clinconsensus_tasks.scorers.usage import TokenUsage
+
+    block = md.split("### Runs\n", 1)[1].strip().split("\n\n", 1)[0].splitlines()
+    header = [c.strip() for c in block[0].strip("|").split("|")]
+    (run,) = [dict(zip(header, (c.strip() for c in line.strip("|").split("|")))) for line in block[2:]
+              if line.startswith("| examinee-3 | lm-eval | clinconsensus |")]
+    host = fake_server.base_url.rsplit("/v1", 1)[0]
+    assert run["judges"] == f"judge-model @ {host}" and run["judge mode"] == "per_criterion"
+    assert run["judge prompt sha256"] == judge_prompt("per_criterion")["judge_prompt_sha256"]
+    assert run["data sha256"] == load_cases("sample").sha256 and run["data source"].endswith("clinconsensus_sample.jsonl")
+    served = TokenUsage.from_dict(fake_server.stats()["judge_usage"])
+    tokens = markdown_table(md, "Judge tokens and cost")["examinee-3"]
+    assert (tokens["judge"], tokens["calls"], tokens["prompt tokens"], tokens["cached prompt tokens"], tokens["completion tokens"]) == \
+        ("judge-model", "360", str(served.prompt_tokens), str(served.cached_prompt_tokens), str(served.completion_tokens))
