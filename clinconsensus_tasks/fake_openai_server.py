@@ -22,8 +22,9 @@ under test is the same client code that talks to a user's endpoint:
   that is malformed on every attempt);
 * ``latency`` delays every judge response; ``answer_chars`` pads candidate answers to a realistic
   length; every reply carries a ``usage`` block (:func:`usage_for`: characters / 1.5 tokens, and
-  cached tokens for a judge prompt whose prefix an earlier call sent); ``GET /stats`` returns call, status and character counts (judge traffic counted apart);
-  ``POST /reset`` clears them; ``POST /config`` with ``{"latency": s, "answer_chars": n}`` changes
+  cached tokens for a judge prompt whose prefix an earlier call sent); ``GET /stats`` returns
+  call, status, character and judge token counts (judge traffic counted apart); ``POST /reset``
+  clears them and the remembered prefixes; ``POST /config`` with ``{"latency": s, "answer_chars": n}`` changes
   the settings of a running server.
 
 Run standalone: ``python -m clinconsensus_tasks.fake_openai_server --port 0 --latency 0.05``

@@ -75,5 +75,6 @@ def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "jud
         for name in results["configs"]:
             tracker.save_results_samples(task_name=name, samples=results["samples"][name])
     task = results["results"]["clinconsensus"]
-    metrics = {k.split(",")[0]: v for k, v in task.items() if k.endswith(",judge") and "_stderr" not in k}
+    # Scores only: the judge token totals (judge_*_tokens) are what the run spent, not a score.
+    metrics = {k.split(",")[0]: v for k, v in task.items() if k.endswith(",judge") and "_stderr" not in k and not k.endswith("_tokens,judge")}
     return results, metrics
