@@ -49,7 +49,7 @@ def run_inspect(log_dir: Path, judge: str = "judge-model", candidate: str = "can
 
 
 def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "judge-model", mode: str | None = None,
-               candidate: str = "cand-model"):
+               bootstrap_iters: int = 0, candidate: str = "cand-model"):
     """One lm-eval run; with ``output_path``, results and samples files are written there as
     ``lm_eval --output_path DIR --log_samples`` writes them (its EvaluationTracker)."""
     from clinconsensus_tasks.lmeval_tasks import simple_evaluate
@@ -67,7 +67,7 @@ def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "jud
         model_args={"model": candidate, "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
         apply_chat_template=True,
         log_samples=True,
-        bootstrap_iters=0,
+        bootstrap_iters=bootstrap_iters,  # > 0: lm-eval computes <metric>_stderr (closed form for its mean)
         evaluation_tracker=tracker,
     )
     if tracker is not None:
@@ -76,5 +76,6 @@ def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "jud
             tracker.save_results_samples(task_name=name, samples=results["samples"][name])
     task = results["results"]["clinconsensus"]
     # Scores only: the judge token totals (judge_*_tokens) are what the run spent, not a score.
-    metrics = {k.split(",")[0]: v for k, v in task.items() if k.endswith(",judge") and "_stderr" not in k and not k.endswith("_tokens,judge")}
+    metrics = {k.split(",")[0]: v for k, v in task.items()
+               if k.endswith(",judge") and (bootstrap_iters or "_stderr" not in k) and "_tokens" not in k}
     return results, metrics

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from clinconsensus_tasks.clinconsensus.logs import CaseRecord, read_case_records
+from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, CaseResult, breakdowns, cacs_at_k, summarize
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
 from clinconsensus_tasks.report.costs import judge_usage, usage_rows
@@ -51,7 +51,7 @@ class ClinRun:
 
     name: str
     path: str
-    records: list[CaseRecord]
+    records: list[LoggedCase]
     n_criteria: int = DEFAULT_N_CRITERIA
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -185,7 +185,7 @@ def _lmeval_meta(path: Path) -> dict[str, Any]:
     except (TypeError, ValueError):
         return meta  # CliMedBench records: no judge
     if isinstance(record, dict):
-        judges = [p for p in (record.get("provenance"), (record.get("local") or {}).get("provenance")) if p]
+        judges = [p for p in (record.get("provenance"), record.get("local_provenance")) if p]
         meta["judges"] = [f"{p['judge_model']} @ {p['judge_endpoint']}" for p in judges]
         if judges:
             meta.update(judge_mode=judges[0]["judge_mode"], judge_prompt_sha256=judges[0]["judge_prompt_sha256"])
