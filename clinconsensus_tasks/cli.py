@@ -12,6 +12,8 @@
   corpus, to build CliMedBench's WTD similarity model.
 * ``report``: one self-contained HTML report with charts, and a Markdown summary, from the logs of
   several models (see ``report``).
+* ``estimate [DATA]``: judge calls and tokens of a run before it starts (see ``judge.estimate``).
+* ``compare-models BASELINE CANDIDATE``: the regression gate (see ``report.compare_models``).
 * ``compare``, ``agreement``, ``rescore``, ``export-sft``: judge agreement (two judges or two judge
   modes; judges against human labels), re-grading stored answers with another judge or mode, and
   SFT data for training a local judge (see ``judge_tools``).
@@ -68,19 +70,30 @@ def _summarize(args: argparse.Namespace) -> int:
 
     from clinconsensus_tasks.judge.tools import compare_logs
 
+    from clinconsensus_tasks.report.costs import judge_usage, usage_rows
+    from clinconsensus_tasks.scorers.usage import parse_prices
+
+    prices = parse_prices(args.prices)
     report = {}
+    all_records = {}
     for path in args.logs:
-        records = read_case_records(path)
+        records = all_records[path] = read_case_records(path)
         rows = [r.result for r in records]
         report[path] = {
             "overall": summarize(rows, args.thresholds, args.n_criteria),
             "breakdowns": breakdowns(rows, args.thresholds, args.n_criteria),
+            "judge_usage": usage_rows(judge_usage(records), prices),
         }
         if any(r.local_judgments for r in records):
             local_rows = [r.local_result for r in records]
             report[path]["local_judge"] = summarize(local_rows, args.thresholds, args.n_criteria)
             report[path]["local_judge_breakdowns"] = breakdowns(local_rows, args.thresholds, args.n_criteria)
             report[path]["agreement"] = {k: v for k, v in compare_logs(path, None, args.thresholds).items() if not k.startswith("other/")}
+    if args.csv:
+        from clinconsensus_tasks.report.csv_export import write_csv
+
+        written = write_csv(args.csv, all_records, args.thresholds, args.n_criteria, prices)
+        print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
         return 0
@@ -97,6 +110,10 @@ def _summarize(args: argparse.Namespace) -> int:
         if "agreement" in result:
             print("-- two judges: local judge " + "  ".join(f"{n} {num(result['local_judge'][n])}" for n in names))
             print("\n".join(format_table(["agreement", "value"], [[k, f"{v:.4f}"] for k, v in result["agreement"].items()])))
+        for row in result["judge_usage"]:
+            cost = "" if row["cost"] is None else f", cost {row['cost']:.4f}"
+            print(f"-- judge {row['judge']}: {row['calls']} calls, {row['prompt_tokens']} prompt tokens "
+                  f"({row['cached_prompt_tokens']} cached), {row['completion_tokens']} completion tokens{cost}")
         print("(values in %)" if args.percent else "(fractions, as the frameworks report them; --percent for %)")
     return 0
 
@@ -287,6 +304,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case, N")
     p.add_argument("--percent", action="store_true", help="print metrics in percent instead of fractions (the frameworks' scale)")
     p.add_argument("--json", action="store_true", help="print JSON (fractions) instead of tables")
+    p.add_argument("--prices", action="append", default=[], metavar="[JUDGE=]IN,CACHED,OUT",
+                   help="judge prices per million tokens (input, cached input, output), per judge or for all; repeatable "
+                        "(default: tokens only, no cost)")
+    p.add_argument("--csv", metavar="DIR", help="also write cases.csv and summary.csv to DIR (default: none)")
     p.set_defaults(func=_summarize)
 
     p = command(sub, "validate", "validate a ClinConsensus data file and print its counts")
@@ -377,6 +398,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(sub, "report", "one self-contained HTML report with charts (and report.md) from the logs of several models")
     add_report_arguments(p)
     p.set_defaults(func=main_report)
+
+    from clinconsensus_tasks.report.compare_models import add_arguments as add_compare_arguments, main_compare
+
+    p = command(sub, "compare-models", "regression gate: two runs case by case, paired intervals and p-values, exit 1 if worse")
+    add_compare_arguments(p)
+    p.set_defaults(func=main_compare)
+
+    from clinconsensus_tasks.judge.estimate import add_arguments as add_estimate_arguments, main_estimate
+
+    p = command(sub, "estimate", "judge calls and tokens (and cost with --prices) of a ClinConsensus run, before running it")
+    add_estimate_arguments(p)
+    p.set_defaults(func=main_estimate)
 
     p = command(sub, "train-simcse", "unsupervised SimCSE fine-tuning of a sentence-transformers model (for WTD similarity)")
     p.add_argument("--model", required=True, help="base model: hub id or folder (sentence-transformers or plain transformer)")

@@ -24,14 +24,18 @@ under test is the same client code that talks to a user's endpoint:
   reasoning parser: ``<think>...</think>`` then the same answer as any other candidate; one
   containing ``truncated`` is cut off while thinking (an unclosed ``<think>``, finish reason
   ``length``);
-* a candidate model name containing ``empty`` answers with empty content; a judge model name
+* a candidate model name containing ``empty`` answers with empty content, one containing
+  ``degraded`` only on the questions :func:`degraded_case` picks (about a quarter), so two runs
+  differ on a few known cases; a judge model name
   containing ``unauthorized`` gets HTTP 401 for every request (a wrong API key);
 * judge model names containing ``flaky`` get injected faults, chosen by :func:`fault_for`
   (HTTP 429 or 500 on the first attempt, a malformed verdict on the first attempt, or a verdict
   that is malformed on every attempt);
 * ``latency`` delays every judge response; ``answer_chars`` pads candidate answers to a realistic
-  length; ``GET /stats`` returns call, status and character counts (judge traffic counted apart);
-  ``POST /reset`` clears them; ``POST /config`` with ``{"latency": s, "answer_chars": n}`` changes
+  length; every reply carries a ``usage`` block (:func:`usage_for`: characters / 1.5 tokens, and
+  cached tokens for a judge prompt whose prefix an earlier call sent); ``GET /stats`` returns
+  call, status, character and judge token counts (judge traffic counted apart); ``POST /reset``
+  clears them and the remembered prefixes; ``POST /config`` with ``{"latency": s, "answer_chars": n}`` changes
   the settings of a running server.
 
 Run standalone: ``python -m clinconsensus_tasks.fake_openai_server --port 0 --latency 0.05``
@@ -43,6 +47,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import re
 import string
 import threading
@@ -90,6 +95,11 @@ def candidate_answer(question: str, answer_chars: int = 0) -> str:
     while len(answer) < answer_chars:
         answer += _FILLER
     return answer[:answer_chars] if answer_chars else answer
+
+
+def degraded_case(question: str) -> bool:
+    """Whether a ``degraded`` candidate answers ``question`` with empty content (about 1 in 4)."""
+    return _digest("degraded", " ".join(question.split())) % 4 == 0
 
 
 _OPTION_LINE = re.compile(r"^([A-Z])\. ", re.MULTILINE)
@@ -157,6 +167,24 @@ def template_pattern(text: str) -> re.Pattern[str]:
         seen.add(name)
     return re.compile("".join(parts) + r"\Z", re.DOTALL)
 
+CHARS_PER_TOKEN = 1.5  # the fake tokenizer: about what cl100k/o200k give for Chinese clinical text
+
+
+def fake_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def usage_for(messages: list[str], completion: str, cached_prefix: str | None) -> dict[str, Any]:
+    """The ``usage`` block the server returns: prompt tokens (4 per message plus the text),
+    cached tokens = the tokens of a judge prompt's prefix (system prompt, question and answer,
+    everything before the rubric item) when an earlier call sent the same prefix, as a provider's
+    prompt cache would; completion tokens of the reply."""
+    prompt = sum(4 + fake_tokens(m) for m in messages)
+    cached = min(prompt, fake_tokens(cached_prefix)) if cached_prefix else 0
+    completion_tokens = fake_tokens(completion)
+    return {"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": prompt + completion_tokens,
+            "prompt_tokens_details": {"cached_tokens": cached}}
+
 
 def _verdict_json(met: bool) -> dict[str, Any]:
     return {"explanation": "回答中" + ("已明确涉及该要点。" if met else "未涉及该要点。"), "criteria_met": met}
@@ -189,6 +217,8 @@ class _State:
         if len(messages) != 1 or messages[0].get("role") != "user":
             return None
         return next((m for m in (p.match(user) for p in self.templates) if m), None)
+        self.prefixes: set[str] = set()  # judge prompt prefixes seen: later calls report them cached
+        self.judge_usage: Counter[str] = Counter()  # usage handed out on judge calls
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
@@ -203,6 +233,7 @@ class _State:
                 "output_chars": self.output_chars,
                 "judge_input_chars": self.judge_input_chars,
                 "judge_output_chars": self.judge_output_chars,
+                "judge_usage": dict(self.judge_usage),
             }
 
 
@@ -288,7 +319,7 @@ class _Handler(BaseHTTPRequestHandler):
             kind, status, content = "per_criterion", *self._per_criterion(model, user, attempt)
         elif system == BATCHED_SYSTEM:
             kind, status, content = "batched", *self._batched(model, user, attempt)
-        elif "empty" in model:
+        elif "empty" in model or ("degraded" in model and degraded_case(user)):
             kind, status, content = "candidate", 200, ""
         elif "truncated" in model:
             kind, status, content = "candidate", 200, THINKING_PREFIX + "先考虑鉴别诊断，再"
@@ -310,10 +341,19 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {"Retry-After": "0", "retry-after-ms": "10"} if status == 429 else {}
             self._send(status, {"error": {"message": f"injected {status}", "type": "fake", "code": status}}, headers)
             return
+        cached_prefix = None
         with state.lock:
             state.output_chars += len(content)
             if kind in ("per_criterion", "batched"):
                 state.judge_output_chars += len(content)
+                prefix = system + "\x1f" + user.split(_CRITERION_MARK, 1)[0]
+                cached_prefix = system + user.split(_CRITERION_MARK, 1)[0] if prefix in state.prefixes else None
+                state.prefixes.add(prefix)
+        usage = usage_for([text_of(m) for m in messages], content, cached_prefix)
+        if kind in ("per_criterion", "batched"):
+            with state.lock:
+                state.judge_usage.update(calls=1, prompt_tokens=usage["prompt_tokens"], completion_tokens=usage["completion_tokens"],
+                                         cached_prompt_tokens=usage["prompt_tokens_details"]["cached_tokens"])
         self._send(
             200,
             {
@@ -323,7 +363,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "model": model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                              "finish_reason": "length" if "truncated" in model and kind == "candidate" else "stop"}],
-                "usage": {"prompt_tokens": len(raw) // 3, "completion_tokens": len(content) // 2, "total_tokens": len(raw) // 3 + len(content) // 2},
+                "usage": usage,
             },
         )
 

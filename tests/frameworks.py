@@ -29,14 +29,14 @@ def expected_metrics(flaky: bool = False) -> dict[str, float]:
     return out
 
 
-def run_inspect(log_dir: Path, judge: str = "judge-model", **task_args):
+def run_inspect(log_dir: Path, judge: str = "judge-model", candidate: str = "cand-model", **task_args):
     from inspect_ai import eval as inspect_eval
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
 
     logs = inspect_eval(
         clinconsensus(data="sample", **task_args),
-        model="openai-api/cand/cand-model",
+        model=f"openai-api/cand/{candidate}",
         model_roles={"grader": f"openai-api/judge/{judge}"},
         log_dir=str(log_dir),
         display="none",
@@ -50,18 +50,32 @@ def run_inspect(log_dir: Path, judge: str = "judge-model", **task_args):
 
 def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "judge-model", mode: str | None = None,
                bootstrap_iters: int = 0, candidate: str = "cand-model"):
+    """One lm-eval run; with ``output_path``, results and samples files are written there as
+    ``lm_eval --output_path DIR --log_samples`` writes them (its EvaluationTracker)."""
     from clinconsensus_tasks.lmeval_tasks import simple_evaluate
 
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = judge
     if mode:
         os.environ["CLINCONSENSUS_JUDGE_MODE"] = mode
+    tracker = None
+    if output_path is not None:
+        from lm_eval.loggers import EvaluationTracker
+
+        tracker = EvaluationTracker(output_path=str(output_path))
     results = simple_evaluate(
         model="local-chat-completions",
         model_args={"model": candidate, "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
         apply_chat_template=True,
         log_samples=True,
         bootstrap_iters=bootstrap_iters,  # > 0: lm-eval computes <metric>_stderr (closed form for its mean)
+        evaluation_tracker=tracker,
     )
+    if tracker is not None:
+        tracker.save_results_aggregated(results=results, samples=results["samples"])
+        for name in results["configs"]:
+            tracker.save_results_samples(task_name=name, samples=results["samples"][name])
     task = results["results"]["clinconsensus"]
-    metrics = {k.split(",")[0]: v for k, v in task.items() if k.endswith(",judge") and (bootstrap_iters or "_stderr" not in k)}
+    # Scores only: the judge token totals (judge_*_tokens) are what the run spent, not a score.
+    metrics = {k.split(",")[0]: v for k, v in task.items()
+               if k.endswith(",judge") and (bootstrap_iters or "_stderr" not in k) and "_tokens" not in k}
     return results, metrics

@@ -19,6 +19,11 @@ from clinconsensus_tasks.scorers.climedbench.item_result import item_key, score_
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt, scenario_codes, summarize
 
 
+# Bumped on any change of prompt, answer parsing or scoring (see CHANGELOG.md); the lm-eval YAMLs
+# carry the same version as metadata.version 1.0.
+TASK_VERSION = 1
+
+
 def item_to_sample(code: str, item: dict[str, Any]) -> Sample:
     scenario = SCENARIOS[code]
     return Sample(
@@ -84,6 +89,7 @@ def climedbench_task(codes: Sequence[str], data_dir: str | None, similarity_mode
         solver=generate(),
         scorer=climedbench_scorer(similarity_model),
         metadata={"data_sources": sources, "synthetic_sample": sample_data},
+        version=TASK_VERSION,
     )
 
 

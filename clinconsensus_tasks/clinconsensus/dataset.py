@@ -31,6 +31,7 @@ HF_DATASET = "skylenage/ClinConsensus"
 HF_DATA_FILE = "data/clinconsensus_low.jsonl"
 SAMPLE_FILE = "clinconsensus_sample.jsonl"
 ENV_DATA = "CLINCONSENSUS_DATA"
+ENV_REVISION = "CLINCONSENSUS_DATA_REVISION"  # pins a hub revision (branch, tag or commit)
 
 _STRING_FIELDS = ("case_id", "difficulty", "task", "subject", "user_role", "clinical_context", "user_request")
 _LIST_FIELDS = ("task_labels", "subject_labels")
@@ -90,6 +91,7 @@ class LoadedCases:
     cases: list[Case]
     source: str  # what was read: a path or the hub file URL
     sha256: str | None  # of the file read, when there is one
+    revision: str | None = None  # the hub commit the data came from, when it could be resolved
 
 
 def criterion_id_of(item: dict[str, Any], index: int) -> str | None:
@@ -249,14 +251,32 @@ def sample_path() -> Path:
     return Path(str(resources.files("clinconsensus_tasks.data").joinpath(SAMPLE_FILE)))
 
 
-def load_from_hub(repo_id: str = HF_DATASET, data_file: str = HF_DATA_FILE, n_criteria: int = DEFAULT_N_CRITERIA) -> LoadedCases:
+def _hub_file(repo_id: str, data_file: str, revision: str | None) -> tuple[str | None, str | None]:
+    """sha256 and resolved commit of the hub file (from the local hub cache when offline); ``(None,
+    None)`` when ``huggingface_hub`` cannot say. Only for provenance: the data itself comes from ``datasets``."""
+    try:
+        from huggingface_hub import hf_hub_download
+
+        local = Path(hf_hub_download(repo_id, data_file, repo_type="dataset", revision=revision))
+    except Exception:
+        return None, None
+    parts = local.parts
+    commit = parts[parts.index("snapshots") + 1] if "snapshots" in parts else None
+    return _sha256(local), commit
+
+
+def load_from_hub(
+    repo_id: str = HF_DATASET, data_file: str = HF_DATA_FILE, n_criteria: int = DEFAULT_N_CRITERIA, revision: str | None = None
+) -> LoadedCases:
     """Load the public release with ``datasets``; ``repo_id`` may also be a local folder laid out
-    like the hub repository (``datasets`` treats both alike)."""
+    like the hub repository (``datasets`` treats both alike). ``revision`` (default
+    ``$CLINCONSENSUS_DATA_REVISION``, else the default branch) pins a branch, tag or commit."""
     import datasets
 
+    revision = revision or os.environ.get(ENV_REVISION) or None
     local = Path(repo_id).exists()
     try:
-        dataset = datasets.load_dataset(repo_id, data_files=data_file, split="train")
+        dataset = datasets.load_dataset(repo_id, data_files=data_file, split="train", revision=revision)
     except Exception as exc:
         if local:
             raise DataSourceError(f"Could not read {Path(repo_id) / data_file}: {type(exc).__name__}: {exc}") from exc
@@ -269,7 +289,8 @@ def load_from_hub(repo_id: str = HF_DATASET, data_file: str = HF_DATA_FILE, n_cr
             f"`-T data=sample` / `{ENV_DATA}=sample`."
         ) from exc
     name = str(Path(repo_id) / data_file) if local else f"hf://datasets/{repo_id}/{data_file}"
-    return _nonempty(LoadedCases(validate_records(_dataset_rows(dataset, name), n_criteria), name, None))
+    sha256, commit = (_sha256(Path(repo_id) / data_file), None) if local else _hub_file(repo_id, data_file, revision)
+    return _nonempty(LoadedCases(validate_records(_dataset_rows(dataset, name), n_criteria), name, sha256, commit or revision))
 
 
 def _nonempty(loaded: LoadedCases) -> LoadedCases:
@@ -278,11 +299,12 @@ def _nonempty(loaded: LoadedCases) -> LoadedCases:
     return loaded
 
 
-def load_cases(data: str | None = None, n_criteria: int = DEFAULT_N_CRITERIA) -> LoadedCases:
-    """Load and validate cases from ``data``: ``None``/``"hub"``, ``"sample"`` or a file path."""
+def load_cases(data: str | None = None, n_criteria: int = DEFAULT_N_CRITERIA, revision: str | None = None) -> LoadedCases:
+    """Load and validate cases from ``data``: ``None``/``"hub"``, ``"sample"`` or a file path
+    (``revision`` pins the hub revision, see :func:`load_from_hub`)."""
     choice = (data or "hub").strip()
     if choice == "hub":
-        return load_from_hub(n_criteria=n_criteria)
+        return load_from_hub(n_criteria=n_criteria, revision=revision)
     path = sample_path() if choice == "sample" else Path(os.path.expanduser(choice))
     if not path.is_file():
         raise DataSourceError(

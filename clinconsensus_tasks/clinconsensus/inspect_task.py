@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -41,8 +41,19 @@ from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, grade_
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
+from clinconsensus_tasks.scorers.usage import TokenUsage, total
+from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
+
+
+def inspect_usage(usage: Any) -> TokenUsage:
+    """One judge call's tokens from Inspect's ``ModelUsage`` (none reported: the call alone)."""
+    if usage is None:
+        return TokenUsage(calls=1)
+    return TokenUsage.from_inspect(usage.input_tokens, usage.output_tokens, usage.input_tokens_cache_read, usage.input_tokens_cache_write)
 
 GRADER_ROLE = "grader"
+# Bumped on any change of prompt, verdict parsing or scoring (see CHANGELOG.md).
+TASK_VERSION = 1  # lm-eval: metadata.version 1.0 in task_configs/clinconsensus
 LOCAL_GRADER_ROLE = "local_grader"  # optional second judge, e.g. the distilled local judge
 
 
@@ -207,9 +218,10 @@ def rubric_scorer(
     prompt_info = prompt_record(template, judge_mode)
     config = GenerateConfig(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
 
-    def completer(model: Model):
+    def completer(model: Model, spent: list[TokenUsage]):
         async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
             output = await model.generate(to_chat(messages), config=config, cache=judge_cache and not fresh)
+            spent.append(inspect_usage(output.usage))
             return output.completion
 
         return complete
@@ -225,9 +237,11 @@ def rubric_scorer(
         answer = seen.text
         truncated = seen.cut_in_thinking or (state.output is not None and state.output.stop_reason == "max_tokens")
 
-        def grade(model: Model):
-            return grade_case(str(state.sample_id), state.input_text, answer, rubrics, completer(model), str(model),
-                              judge_mode, max_attempts, slices, state.epoch, template, prompt_info)
+        async def grade(model: Model) -> GradedCase:
+            spent: list[TokenUsage] = []
+            graded = await grade_case(str(state.sample_id), state.input_text, answer, rubrics, completer(model, spent), str(model),
+                                      judge_mode, max_attempts, slices, state.epoch, template, prompt_info)
+            return replace(graded, judge_usage=total(spent).to_dict())
 
         record, *second = await asyncio.gather(*([grade(grader)] + ([grade(local)] if local is not None else [])))
         if second:
@@ -243,7 +257,7 @@ def rubric_scorer(
             value={"met": record.met, "judged": record.judged, "failures": record.failures, "empty": int(record.answer_empty)},
             answer=answer,
             explanation=note,
-            metadata=record.to_dict(),
+            metadata={**record.to_dict(), "provenance": judge_provenance(str(grader), grader.api.base_url, judge_mode, prompt_info)},
         )
 
     return score
@@ -264,6 +278,7 @@ def clinconsensus(
     judge_prompt: str | None = None,
     answer_max_tokens: int = ANSWER_MAX_TOKENS,
     judge_sees_thinking: bool = False,
+    revision: str | None = None,
 ) -> Task:
     """ClinConsensus: open-ended Chinese clinical cases graded against 30 rubric criteria each.
 
@@ -291,10 +306,12 @@ def clinconsensus(
             Inspect's ``--max-tokens`` overrides it.
         judge_sees_thinking: send a reasoning model's ``<think>`` text to the judge too (default:
             the judge grades the reply as the user saw it).
+        revision: the hub revision (branch, tag or commit) of ``data=hub``; default
+            ``$CLINCONSENSUS_DATA_REVISION``, else the default branch.
     """
     ks = settings.thresholds(thresholds, n_criteria)
     judge_mode = settings.judge_mode(judge_mode)
-    loaded = load_cases(data, n_criteria)
+    loaded = load_cases(data, n_criteria, revision)
     return Task(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check),
@@ -302,6 +319,6 @@ def clinconsensus(
                              judge_max_tokens, judge_prompt, judge_sees_thinking),
         metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
         config=GenerateConfig(max_tokens=answer_max_tokens),
-        metadata={"data_source": loaded.source, "data_sha256": loaded.sha256, "judge_mode": judge_mode,
-                  **prompt_record(load_judge_prompt(judge_prompt, judge_mode), judge_mode)},
+        metadata={**data_provenance(loaded), "judge_mode": judge_mode, **prompt_record(load_judge_prompt(judge_prompt, judge_mode), judge_mode)},
+        version=TASK_VERSION,
     )

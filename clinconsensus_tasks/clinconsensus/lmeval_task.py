@@ -30,8 +30,10 @@ from typing import Any, Callable, Sequence
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
 from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
-from clinconsensus_tasks.judge.official_template import load_judge_prompt
+from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
+from clinconsensus_tasks.clinconsensus.lmeval_usage import TOKEN_METRICS, usage_values
+from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.lmeval_tasks import quiet_custom_dataset_hint
 from clinconsensus_tasks.scorers.agreement import Confusion
@@ -104,7 +106,8 @@ def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
         check_judge(judge)
     print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}; judge prompt: "
           f"{template.name + ' sha256 ' + template.sha256 if template else 'project'}", file=sys.stderr)
-    rows = [{**case.to_record(), "extra_thresholds": extra} for case in loaded.cases]
+    provenance = data_provenance(loaded)
+    rows = [{**case.to_record(), "extra_thresholds": extra, "data_provenance": provenance} for case in loaded.cases]
     return {"test": datasets.Dataset.from_list(rows)}
 
 
@@ -157,7 +160,11 @@ def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> l
     (records, stats), (local_records, local_stats) = _run(both)
     for name, st in ((reference_settings.model, stats), (local_settings.model, local_stats)):
         print(f"[clinconsensus] judge {name}: {st['calls']} calls, {st['cache_hits']} cache hits", file=sys.stderr)
-    return [json.dumps(_noted(r.with_local(local), v).to_dict(), ensure_ascii=False) for r, local, v in zip(records, local_records, seen)]
+    prompt = prompt_record(template, mode)
+    provenance = {"provenance": judge_provenance(reference_settings.model, reference_settings.base_url, mode, prompt),
+                  "local_provenance": judge_provenance(local_settings.model, local_settings.base_url, mode, prompt)}
+    return [json.dumps({**_noted(r.with_local(local), v).to_dict(), **provenance}, ensure_ascii=False)
+            for r, local, v in zip(records, local_records, seen)]
 
 
 def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[str]:
@@ -182,7 +189,8 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
         f"{failures} failed judgment(s), {empty} empty answer(s) not sent to the judge",
         file=sys.stderr,
     )
-    return [json.dumps(_noted(r, v).to_dict(), ensure_ascii=False) for r, v in zip(records, seen)]
+    provenance = judge_provenance(judge.model, judge.base_url, mode, prompt_record(template, mode))
+    return [json.dumps({**_noted(r, v).to_dict(), "provenance": provenance}, ensure_ascii=False) for r, v in zip(records, seen)]
 
 
 # -- 4. per-case values and aggregations ---------------------------------------------------------
@@ -223,6 +231,7 @@ def metric_list(dual: bool = False) -> list[LmEvalMetric]:
     out = [LmEvalMetric(name, "mean") for name in HEADLINE]
     out += [LmEvalMetric(name, "total", False) for name in ("judge_failures", "empty_answers", "truncated_answers")]
     out += [LmEvalMetric(audience_metric(name, who), "slice_mean") for who in AUDIENCES for name in SLICED]
+    out += [LmEvalMetric(name, "total", False) for name in TOKEN_METRICS]  # what the judge(s) spent
     if dual:
         out += [LmEvalMetric(f"local/{name}", "mean") for name in HEADLINE]
         out.append(LmEvalMetric("local/judge_failures", "total", False))
@@ -241,6 +250,7 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
     out["judge_failures"] = record.failures
     out["empty_answers"] = int(record.answer_empty)
     out["truncated_answers"] = int(record.answer_truncated)
+    out.update(usage_values(record))
     for who in AUDIENCES:
         for name in SLICED:
             out[audience_metric(name, who)] = terms[name] if doc.get("audience") == who else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from clinconsensus_tasks.errors import DataValidationError
 from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult
@@ -63,6 +63,14 @@ class LoggedCase:
     @property
     def result(self) -> CaseResult:
         return self.graded.result()
+
+    @property
+    def judge_usage(self) -> Mapping[str, int]:
+        return self.graded.judge_usage
+
+    @property
+    def local_judge_usage(self) -> Mapping[str, int]:
+        return self.graded.local_judge_usage
 
     @property
     def local_result(self) -> CaseResult | None:

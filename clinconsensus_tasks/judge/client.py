@@ -26,7 +26,7 @@ import asyncio
 import json
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from clinconsensus_tasks.errors import ConfigurationError
@@ -37,6 +37,7 @@ from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens
+from clinconsensus_tasks.scorers.usage import TokenUsage, total
 
 
 @dataclass(frozen=True)
@@ -101,13 +102,17 @@ class JudgeSettings:
 
 @dataclass
 class CallStats:
-    """What the judge was asked: calls actually sent, cache hits, characters in and out."""
+    """What the judge was asked: calls actually sent, cache hits, characters in and out, and the
+    tokens the API reported (``usage``; cache hits spend none)."""
 
     calls: int = 0
     cache_hits: int = 0
     errors: int = 0
     input_chars: int = 0
     output_chars: int = 0
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 class JudgeClient:
@@ -130,8 +135,11 @@ class JudgeClient:
     def decoding(self, max_tokens: int) -> dict[str, Any]:
         return {"temperature": 0.0, "max_tokens": max_tokens, **dict(self.settings.extra_body)}
 
-    async def complete(self, messages: list[dict[str, str]], fresh: bool = False, max_tokens: int | None = None) -> str:
-        """Greedy completion of ``messages``; served from the cache unless ``fresh``."""
+    async def complete(
+        self, messages: list[dict[str, str]], fresh: bool = False, max_tokens: int | None = None, usage: list[TokenUsage] | None = None
+    ) -> str:
+        """Greedy completion of ``messages``; served from the cache unless ``fresh``. The tokens the
+        API reports for a call sent are added to the stats and appended to ``usage`` if given."""
         decoding = self.decoding(max_tokens or self.settings.max_tokens)
         key = cache_key(self.settings.model, messages, decoding)
         if self.cache is not None and not fresh:
@@ -156,6 +164,12 @@ class JudgeClient:
                 raise
         text = (response.choices[0].message.content or "") if response.choices else ""
         self.stats.output_chars += len(text)
+        used = TokenUsage.from_openai(getattr(response, "usage", None))
+        self.stats.prompt_tokens += used.prompt_tokens
+        self.stats.cached_prompt_tokens += used.cached_prompt_tokens
+        self.stats.completion_tokens += used.completion_tokens
+        if usage is not None:
+            usage.append(used)
         if self.cache is not None:
             self.cache.put(key, text)
         return text
@@ -187,14 +201,15 @@ async def judge_documents(
         async def one(answer: str, doc: dict) -> GradedCase:
             rubrics = [(r["criterion_id"], r["criterion"]) for r in doc["rubrics"]]
             max_tokens = judge_max_tokens(mode, len(rubrics), settings.max_tokens)
+            spent: list[TokenUsage] = []
 
             async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
-                return await client.complete(messages, fresh, max_tokens=max_tokens)
+                return await client.complete(messages, fresh, max_tokens=max_tokens, usage=spent)
 
             record = await grade_case(str(doc["case_id"]), doc["question"], answer, rubrics, complete, settings.model,
                                       mode, max_attempts, slices_of(doc), template=template, judge_prompt=prompt_info)
             progress.update(1)
-            return record
+            return replace(record, judge_usage=total(spent).to_dict())  # tokens of the calls sent (cache hits: none)
 
         records = await asyncio.gather(*(one(a, d) for a, d in zip(answers, docs)))
         progress.close()

@@ -38,6 +38,8 @@ from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, CaseResult, breakdowns, cacs_at_k, summarize
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult
+from clinconsensus_tasks.report.costs import judge_usage, usage_rows
+from clinconsensus_tasks.scorers.usage import Prices
 
 HEADLINE = ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10")
 CURVE_KS = range(1, 31)
@@ -127,6 +129,9 @@ def _inspect_meta(log: Any) -> dict[str, Any]:
         "judge_mode": meta.get("judge_mode", ""),
         "data_source": meta.get("data_source") or meta.get("data_sources") or (ev.dataset.location if ev.dataset else ""),
         "data_sha256": meta.get("data_sha256", ""),
+        "data_revision": meta.get("data_revision", ""),
+        "judge_prompt_sha256": meta.get("judge_prompt_sha256", ""),
+        "task_version": ev.task_version,
         "synthetic_sample": meta.get("synthetic_sample"),
         "packages": dict(ev.packages or {}),
         "created": ev.created,
@@ -175,10 +180,29 @@ LMEVAL_SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}
 
 
 def _lmeval_meta(path: Path, tasks: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run metadata of an lm-eval samples file, from the provenance its first record carries."""
     match = LMEVAL_SAMPLES.match(path.name)
     task = ", ".join(tasks) if tasks else (match.group("task") if match else path.stem.removeprefix("samples_"))
-    return {"framework": "lm-eval", "task": task, "model": path.parent.name,
+    meta = {"framework": "lm-eval", "task": task, "model": path.parent.name,
             "judges": [], "judge_mode": "", "data_source": "", "data_sha256": "", "packages": {}}
+    with path.open(encoding="utf-8") as handle:
+        first = next((line for line in handle if line.strip()), "")
+    if not first:
+        return meta
+    sample = json.loads(first)
+    data = (sample.get("doc") or {}).get("data_provenance") or {}
+    meta.update({k: data[k] for k in ("data_source", "data_sha256", "data_revision") if data.get(k)})
+    filtered = sample.get("filtered_resps") or [""]
+    try:
+        record = json.loads(filtered[0] if isinstance(filtered, list) else filtered)
+    except (TypeError, ValueError):
+        return meta  # CliMedBench records: no judge
+    if isinstance(record, dict):
+        judges = [p for p in (record.get("provenance"), record.get("local_provenance")) if p]
+        meta["judges"] = [f"{p['judge_model']} @ {p['judge_endpoint']}" for p in judges]
+        if judges:
+            meta.update(judge_mode=judges[0]["judge_mode"], judge_prompt_sha256=judges[0]["judge_prompt_sha256"])
+    return meta
 
 
 def _read_lmeval_climedbench(paths: Sequence[Path], runs: Runs) -> None:
@@ -528,7 +552,7 @@ class Section:
     notes: list[str] = field(default_factory=list)
 
 
-def clin_section(runs: Sequence[ClinRun], resamples: int, seed: int) -> Section:
+def clin_section(runs: Sequence[ClinRun], resamples: int, seed: int, prices: Mapping[str, Prices] | None = None) -> Section:
     section = Section("ClinConsensus")
     header = ["model", "cases", *[f"{m} [95% CI]" for m in HEADLINE], "judge failures", "judge"]
     rows = []
@@ -549,7 +573,19 @@ def clin_section(runs: Sequence[ClinRun], resamples: int, seed: int) -> Section:
     agreement = agreement_table(runs)
     if agreement.rows:
         section.tables.append(agreement)
+    section.tables.append(usage_table(runs, prices))
     return section
+
+
+def usage_table(runs: Sequence[ClinRun], prices: Mapping[str, Prices] | None = None) -> Table:
+    """Judge tokens per run and judge, from the API usage recorded per case (``report.costs``)."""
+    rows = []
+    for run in runs:
+        for row in usage_rows(judge_usage(run.records), prices):
+            rows.append([run.name, row["judge"], str(row["calls"]), str(row["prompt_tokens"]), str(row["cached_prompt_tokens"]),
+                         str(row["completion_tokens"]), "–" if row["cost"] is None else f"{row['cost']:.4f}"])
+    return Table("Judge tokens and cost", ["model", "judge", "calls", "prompt tokens", "cached prompt tokens", "completion tokens",
+                                           "cost (--prices)"], rows)
 
 
 def _breakdown_values(runs: Sequence[ClinRun], dim: str) -> tuple[list[str], dict[tuple[str, str], float]]:
@@ -619,8 +655,10 @@ def metadata_section(runs: Runs) -> Section:
         sha = m.get("data_sha256") or (_sha256(source) if isinstance(source, str) else
                                        " ".join(f"{k}:{_sha256(v)}" for k, v in source.items() if _sha256(v)) if isinstance(source, dict) else "")
         rows.append([run.name, m.get("model", ""), m.get("framework", ""), m.get("task", ""), ", ".join(m.get("judges") or []), m.get("judge_mode", ""),
-                     source_text, sha, ", ".join(f"{k} {v}" for k, v in (m.get("packages") or {}).items()), run.path])
-    section.tables.append(Table("Runs", ["model", "model as logged", "framework", "task", "judges", "judge mode", "data source", "data sha256", "logged packages", "log"], rows))
+                     m.get("judge_prompt_sha256", ""), source_text, sha, m.get("data_revision", ""),
+                     ", ".join(f"{k} {v}" for k, v in (m.get("packages") or {}).items()), run.path])
+    section.tables.append(Table("Runs", ["model", "model as logged", "framework", "task", "judges", "judge mode", "judge prompt sha256",
+                                         "data source", "data sha256", "data revision", "logged packages", "log"], rows))
     if runs.results_files:
         section.tables.append(Table("lm-eval results files", ["model", "model_args", "tasks", "file"],
                                     [[r["model"], str(r["model_args"] or ""), ", ".join(r["tasks"]), r["path"]] for r in runs.results_files]))
@@ -682,9 +720,32 @@ def render_markdown(sections: Sequence[Section], title: str, html_name: str) -> 
     return "\n".join(parts)
 
 
+def baseline_section(baseline: str | Path, runs: Runs, resamples: int, seed: int) -> Section:
+    """Every run of the baseline's benchmark against the baseline (``compare-models``), case by case."""
+    from clinconsensus_tasks.report.compare_models import RunMismatch, compare_runs, read_run
+
+    section = Section(f"Against the baseline {Path(baseline).name}")
+    base = read_run(baseline)
+    for run in [*runs.clin, *runs.med]:
+        if Path(run.path).resolve() == Path(baseline).resolve():
+            continue
+        try:
+            comparison = compare_runs(base, read_run(run.path), resamples=resamples, seed=seed)
+        except RunMismatch as exc:
+            section.notes.append(f"{run.name}: not compared ({exc})")
+            continue
+        rows = [[name, _f(r.baseline), _f(r.candidate), f"{r.difference:+.4f}", _ci(r.interval), f"{r.p_value:.4f}"]
+                for name, r in comparison.results.items()]
+        section.tables.append(Table(f"{run.name} - baseline ({comparison.paired_cases} paired cases)",
+                                    ["metric", "baseline", "candidate", "difference", "95% CI (paired bootstrap)", "p (paired permutation)"], rows))
+    section.notes.append(f"Paired over the cases both runs share; {resamples} bootstrap resamples and permutations, seed {seed}.")
+    return section
+
+
 def build_report(
     logs: Sequence[str | Path], output: str | Path, markdown: str | Path | None = None,
-    resamples: int = 1000, seed: int = 0, title: str = "ClinConsensus / CliMedBench results",
+    resamples: int = 1000, seed: int = 0, title: str = "ClinConsensus / CliMedBench results", baseline: str | Path | None = None,
+    prices: Mapping[str, Prices] | None = None,
 ) -> dict[str, Any]:
     """Read ``logs`` and write the HTML report to ``output`` and the Markdown summary beside it
     (``report.md`` in the same folder unless ``markdown`` is given). Returns paths and counts."""
@@ -693,7 +754,9 @@ def build_report(
         print(f"report: warning: skipped {path}: {why}", file=sys.stderr)
     if not runs.clin and not runs.med:
         raise ValueError("no finished ClinConsensus or CliMedBench runs among the logs")
-    sections = ([clin_section(runs.clin, resamples, seed)] if runs.clin else []) + ([med_section(runs.med)] if runs.med else [])
+    sections = ([clin_section(runs.clin, resamples, seed, prices)] if runs.clin else []) + ([med_section(runs.med)] if runs.med else [])
+    if baseline:
+        sections.append(baseline_section(baseline, runs, resamples, seed))
     sections.append(metadata_section(runs))
     output = Path(output)
     md_path = Path(markdown) if markdown else output.with_name("report.md")
@@ -716,10 +779,17 @@ def add_report_arguments(parser: Any) -> None:
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of cases")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     parser.add_argument("--title", default="ClinConsensus / CliMedBench results", help="the page title")
+    parser.add_argument("--prices", action="append", default=[], metavar="[JUDGE=]IN,CACHED,OUT",
+                        help="judge prices per million tokens (input, cached input, output), per judge or for all; repeatable (default: tokens only)")
+    parser.add_argument("--baseline", help="a run (log file or folder) to compare every other run of its benchmark against, "
+                                           "case by case as compare-models does (default: none)")
 
 
 def main_report(args: Any) -> int:
     """Run the ``report`` subcommand from parsed arguments (see :func:`add_report_arguments`)."""
-    info = build_report(args.logs, args.output, args.markdown, args.resamples, args.seed, args.title)
+    from clinconsensus_tasks.scorers.usage import parse_prices
+
+    info = build_report(args.logs, args.output, args.markdown, args.resamples, args.seed, args.title, getattr(args, "baseline", None),
+                        parse_prices(getattr(args, "prices", None) or []))
     print(json.dumps(info, ensure_ascii=False, indent=2))
     return 0

@@ -51,6 +51,10 @@ class GradedCase:
     answer_truncated: bool = False  # the generation limit cut the answer
     thinking_removed: bool = False  # a reasoning model's thinking was taken out before judging
     judge_prompt: Mapping[str, str] = field(default_factory=dict)  # judge_prompt, _sha256, _source
+    # Tokens the judge API reported for this case's calls (``scorers.usage.TokenUsage`` fields;
+    # empty when not recorded; responses served from a cache cost none).
+    judge_usage: Mapping[str, int] = field(default_factory=dict)
+    local_judge_usage: Mapping[str, int] = field(default_factory=dict)
 
     # -- counts and metric inputs -------------------------------------------------------------
 
@@ -94,7 +98,7 @@ class GradedCase:
         """This record with ``other``'s verdicts as the second judge's (same case, same answer)."""
         if other.case_id != self.case_id:
             raise ValueError(f"cannot pair case {self.case_id!r} with case {other.case_id!r}")
-        return replace(self, local_judge=other.judge, local_judgments=other.judgments)
+        return replace(self, local_judge=other.judge, local_judgments=other.judgments, local_judge_usage=other.judge_usage)
 
     # -- serialisation ------------------------------------------------------------------------
 
@@ -116,6 +120,8 @@ class GradedCase:
             "slices": {dim: list(labels) for dim, labels in self.slices.items()},
             "judgments": [j.to_dict() for j in self.judgments],
         }
+        if self.judge_usage:
+            out["judge_usage"] = dict(self.judge_usage)
         if self.dual:
             out.update(
                 local_judge=self.local_judge,
@@ -123,6 +129,8 @@ class GradedCase:
                 local_failures=_count_failures(self.local_judgments),
                 local_judgments=[j.to_dict() for j in self.local_judgments],
             )
+            if self.local_judge_usage:
+                out["local_judge_usage"] = dict(self.local_judge_usage)
         return out
 
     @classmethod
@@ -154,6 +162,8 @@ class GradedCase:
             answer_truncated=bool(data.get("truncated", False)),
             thinking_removed=bool(data.get("thinking_removed", False)),
             judge_prompt={k: str(data[k]) for k in PROMPT_FIELDS if k in data},
+            judge_usage={str(k): int(v) for k, v in (data.get("judge_usage") or {}).items()},
+            local_judge_usage={str(k): int(v) for k, v in (data.get("local_judge_usage") or {}).items()},
         )
 
 

@@ -158,6 +158,7 @@ def test_hub_loader_reads_a_repository_layout_with_datasets(tmp_path, monkeypatc
     loaded = load_from_hub(str(repo))
     assert loaded.cases == load_cases("sample").cases
     assert loaded.source == str(repo / HF_DATA_FILE)
+    assert loaded.sha256 == load_cases("sample").sha256  # provenance: the sha256 of the file read
 
 
 def test_hub_rows_are_validated_with_row_numbers(tmp_path, monkeypatch):

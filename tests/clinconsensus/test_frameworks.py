@@ -89,9 +89,10 @@ def test_lmeval_repeated_run_makes_zero_judge_calls(fake_server, tmp_path):
     _, first = run_lmeval(fake_server.base_url)
     assert fake_server.stats()["judge_calls"] == 360
     fake_server.reset()
-    _, second = run_lmeval(fake_server.base_url)
+    results, second = run_lmeval(fake_server.base_url)
     assert fake_server.stats()["judge_calls"] == 0
     assert second == first
+    assert results["results"]["clinconsensus"]["judge_prompt_tokens,judge"] == 0  # verdicts from the cache cost nothing
 
 
 def test_lmeval_cached_rerun_reasks_a_cached_unparseable_verdict(fake_server, tmp_path):

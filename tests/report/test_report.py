@@ -192,6 +192,21 @@ def test_cli_arguments(runs, tmp_path, capsys):
     assert '"charts": 6' in capsys.readouterr().out
 
 
+def test_baseline_comparison(runs, tmp_path):
+    # dual-model gets the same answers as cand-model (the server's answers depend on the question
+    # only) and the same reference judge: every paired difference is 0.
+    logs = {model: log.location for model, (log, _) in runs["logs"].items()}
+    build_report(list(logs.values()), tmp_path / "r.html", resamples=200, baseline=logs["openai-api/cand/cand-model"])
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    table = markdown_table(md, "openai-api/cand/dual-model - baseline (12 paired cases)")
+    assert set(table) == set(HEADLINE)
+    metrics = runs["logs"]["openai-api/cand/cand-model"][1]
+    for name in HEADLINE:
+        assert table[name]["difference"] == "+0.0000" and table[name]["baseline"] == f"{metrics[name]:.4f}"
+        assert table[name]["p (paired permutation)"] == "1.0000"
+    assert "examinee-1: not compared" in md  # a CliMedBench run is not paired with a ClinConsensus baseline
+
+
 # -- a real browser --------------------------------------------------------------------------------
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -406,3 +421,20 @@ def test_report_from_lmeval_sample_files(fake_server, tmp_path, monkeypatch):
     # The lm-eval output folder gives the same report as its files.
     build_report([tmp_path / "lmeval"], tmp_path / "folder" / "report.html", resamples=200)
     assert (tmp_path / "folder" / "report.md").read_text(encoding="utf-8") == md
+    # Provenance and judge tokens of the lm-eval run, from its samples file.
+    from clinconsensus_tasks.clinconsensus.dataset import load_cases
+    from clinconsensus_tasks.judge.official_template import prompt_record
+    from clinconsensus_tasks.scorers.usage import TokenUsage
+
+    block = md.split("### Runs\n", 1)[1].strip().split("\n\n", 1)[0].splitlines()
+    header = [c.strip() for c in block[0].strip("|").split("|")]
+    (run,) = [dict(zip(header, (c.strip() for c in line.strip("|").split("|")))) for line in block[2:]
+              if line.startswith("| examinee-3 | examinee-3 | lm-eval | clinconsensus |")]
+    host = fake_server.base_url.rsplit("/v1", 1)[0]
+    assert run["judges"] == f"judge-model @ {host}" and run["judge mode"] == "per_criterion"
+    assert run["judge prompt sha256"] == prompt_record(None, "per_criterion")["judge_prompt_sha256"]
+    assert run["data sha256"] == load_cases("sample").sha256 and run["data source"].endswith("clinconsensus_sample.jsonl")
+    served = TokenUsage.from_dict(fake_server.stats()["judge_usage"])
+    tokens = markdown_table(md, "Judge tokens and cost")["examinee-3"]
+    assert (tokens["judge"], tokens["calls"], tokens["prompt tokens"], tokens["cached prompt tokens"], tokens["completion tokens"]) == \
+        ("judge-model", "360", str(served.prompt_tokens), str(served.cached_prompt_tokens), str(served.completion_tokens))

@@ -1,0 +1,40 @@
+"""Which judge, prompt and data produced a ClinConsensus number: the provenance both frameworks record.
+
+Inspect puts it in the task metadata and each score's metadata, lm-eval in every sample record
+(``doc["data_provenance"]`` and the judge record's ``provenance``), and the report shows it for
+runs of either framework. Never a key: the endpoint is reduced to scheme, host and port.
+
+The judge prompt's name and sha256 come from the prompt selection (``judge.official_template``): it names the prompt a judge
+mode sends and hashes its template (the messages built with placeholder fields), so a changed
+prompt shows as a changed sha256 even where the prompt's name stayed the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, batched_messages, per_criterion_messages
+
+
+def endpoint_host(base_url: str | None) -> str:
+    """``https://user:key@api.example.com:8443/v1?k=x`` -> ``https://api.example.com:8443``."""
+    if not base_url:
+        return ""
+    parts = urlsplit(base_url)
+    if not parts.hostname:
+        return ""
+    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+
+
+def judge_provenance(model: str, base_url: str | None, mode: str, prompt: dict[str, str]) -> dict[str, str]:
+    """Which judge graded, where (host only, never a key), in which mode, with which prompt
+    (``prompt``: ``judge.official_template.prompt_record``: name, sha256, source)."""
+    return {"judge_model": model, "judge_endpoint": endpoint_host(base_url), "judge_mode": mode, **prompt}
+
+
+def data_provenance(loaded: Any) -> dict[str, str]:
+    """Source, sha256 of the file read and, for the hub, the resolved revision of a ``LoadedCases``."""
+    return {"data_source": loaded.source, "data_sha256": loaded.sha256 or "", "data_revision": getattr(loaded, "revision", None) or ""}

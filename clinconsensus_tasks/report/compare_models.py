@@ -1,0 +1,388 @@
+"""``clinconsensus-eval compare-models BASELINE CANDIDATE``: the regression gate of a release checklist.
+
+Two runs of the same benchmark (Inspect logs or lm-eval outputs, in any mix) are paired case by
+case; each headline metric gets the candidate - baseline difference, a paired bootstrap interval
+and a paired permutation p-value (``scorers.paired``), and ``--fail-if-worse METRIC[:DELTA]`` turns
+that into an exit code for CI. Runs on different data (case ids, questions or rubrics differ) or
+graded by different judges (model or judge mode) are refused unless the caller says otherwise:
+a difference between them would not be the model's.
+
+Per-case values come from the projects' own log readers and scoring core, so a run's value here
+equals what its framework reported: ClinConsensus from ``clinconsensus.logs.read_case_records``
+(rubric accuracy as met/judged, Pass@k indicators and CACS@k terms from ``scorers.clinconsensus.cacs``),
+CliMedBench from the per-item scores in the Inspect log or lm-eval sample records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from clinconsensus_tasks.errors import ClinConsensusError
+from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, cacs_at_k
+from clinconsensus_tasks.scorers.climedbench.scenarios import DIMENSIONS, SCENARIOS
+from clinconsensus_tasks.scorers.usage import judge_name
+from clinconsensus_tasks.scorers.paired import PairedColumns, PairedResult, compare_paired, worse_beyond
+
+CLINCONSENSUS, CLIMEDBENCH = "clinconsensus", "climedbench"
+
+
+class RunMismatch(ClinConsensusError):
+    """The two runs cannot be compared as they stand (other data, other judge, other benchmark)."""
+
+
+@dataclass
+class Cell:
+    """One case's contribution to one metric: numerator and denominator sums (over epochs) and stratum."""
+
+    num: float = 0.0
+    den: float = 0.0
+    stratum: str = ""
+
+
+@dataclass
+class PairableRun:
+    """A run reduced to what pairing needs: per metric, per case key, a :class:`Cell`."""
+
+    path: str
+    benchmark: str
+    metrics: dict[str, dict[str, Cell]]
+    content: dict[str, str]  # case key -> sha256 of what was asked (question, rubrics / item)
+    judges: tuple[str, ...] = ()
+    judge_mode: str = ""
+
+    def add(self, metric: str, key: str, num: float, den: float = 1.0, stratum: str = "") -> None:
+        cell = self.metrics.setdefault(metric, {}).setdefault(key, Cell(stratum=stratum))
+        cell.num += num
+        cell.den += den
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+# -- finding and reading runs ------------------------------------------------------------------------
+
+
+def _is_inspect_log(path: Path) -> bool:
+    return path.suffix == ".eval" or (path.suffix == ".json" and not path.name.startswith("results_"))
+
+
+def run_files(path: str | Path) -> list[Path]:
+    """The log file(s) of one run: the file itself, or the one Inspect log / lm-eval samples file(s)
+    in a folder (an lm-eval CliMedBench run writes one samples file per scenario)."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise FileNotFoundError(f"no such log file or folder: {path}")
+    inspect_logs = sorted(p for p in path.rglob("*") if p.is_file() and _is_inspect_log(p) and not p.name.startswith("."))
+    samples = sorted([*path.rglob("samples_clinconsensus*.jsonl"), *path.rglob("samples_climedbench*.jsonl")])
+    if inspect_logs and samples or len(inspect_logs) > 1:
+        found = ", ".join(str(p) for p in [*inspect_logs, *samples][:6])
+        raise RunMismatch(f"{path}: holds several runs ({found}); name the log file of one run")
+    if inspect_logs:
+        return inspect_logs
+    by_task: dict[str, list[Path]] = {}
+    for p in samples:
+        match = re.match(r"samples_(.+?)_\d{4}-\d{2}-\d{2}T", p.name)
+        by_task.setdefault(match.group(1) if match else p.stem, []).append(p)
+    repeated = {task: files for task, files in by_task.items() if len(files) > 1}
+    benchmarks = {task.split("_")[0] for task in by_task}
+    clin_tasks = [t for t in by_task if t.startswith(CLINCONSENSUS)]
+    if repeated or len(benchmarks) > 1 or len(clin_tasks) > 1:
+        found = ", ".join(str(p) for p in samples[:6])
+        raise RunMismatch(f"{path}: holds samples files of several runs ({found}); name the samples file of one run")
+    if not samples:
+        raise FileNotFoundError(f"{path}: no Inspect log (.eval/.json) and no lm-eval samples_clinconsensus*/samples_climedbench_*.jsonl inside")
+    return samples
+
+
+def _benchmark_of(files: Sequence[Path]) -> str:
+    first = files[0]
+    if first.suffix == ".jsonl":
+        return CLIMEDBENCH if first.name.startswith("samples_climedbench") else CLINCONSENSUS
+    from inspect_ai.log import read_eval_log
+
+    task = read_eval_log(str(first), header_only=True).eval.task.rsplit("/", 1)[-1]
+    if task.startswith(CLINCONSENSUS):
+        return CLINCONSENSUS
+    if task.startswith(CLIMEDBENCH):
+        return CLIMEDBENCH
+    raise RunMismatch(f"{first}: task {task!r} is neither ClinConsensus nor CliMedBench")
+
+
+def _judge_mode(files: Sequence[Path]) -> str:
+    """The judge mode a ClinConsensus run recorded (task metadata in Inspect, records in lm-eval)."""
+    first = files[0]
+    if first.suffix == ".jsonl":
+        with first.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    sample = json.loads(line)
+                    filtered = sample.get("filtered_resps") or [""]
+                    raw = filtered[0] if isinstance(filtered, list) else filtered
+                    try:
+                        return str(json.loads(raw).get("judge_mode", ""))
+                    except (TypeError, ValueError):
+                        return ""
+        return ""
+    from inspect_ai.log import read_eval_log
+
+    return str((read_eval_log(str(first), header_only=True).eval.metadata or {}).get("judge_mode", ""))
+
+
+def read_clinconsensus_run(files: Sequence[Path], thresholds: Sequence[int], n_criteria: int) -> PairableRun:
+    from clinconsensus_tasks.clinconsensus.logs import read_case_records
+
+    records = [r for f in files for r in read_case_records(f)]
+    run = PairableRun(str(files[0]), CLINCONSENSUS, {}, {}, tuple(sorted({r.judge for r in records if r.judge})), _judge_mode(files))
+    for r in records:
+        met, judged = r.result.met, r.result.judged
+        run.add("rubric_accuracy", r.case_id, met, judged)
+        for k in thresholds:
+            run.add(f"pass@{k}", r.case_id, float(met >= k))
+        for k in thresholds:
+            run.add(f"cacs@{k}", r.case_id, cacs_at_k([met], k, n_criteria))
+        run.content[r.case_id] = _digest([r.question, [list(x) for x in r.rubrics]])
+    return run
+
+
+def climedbench_items(path: Path) -> list[tuple[str, str, float, Any]]:
+    """``(key, scenario code, value, item as a dict)`` per scored answer of an Inspect log or lm-eval samples file."""
+    out = []
+    if path.suffix == ".jsonl":
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    sample = json.loads(line)
+                    doc = sample["doc"]
+                    code = str(doc["scenario"]).upper()
+                    value = float(sample[SCENARIOS[code].metric])
+                    out.append((f"{code}:{doc['id']}", code, value, json.loads(doc["item_json"])))
+                except (KeyError, TypeError, ValueError) as exc:
+                    raise ClinConsensusError(f"{path}:{number}: not a climedbench lm-eval sample record ({type(exc).__name__}: {exc})") from exc
+        return out
+    from inspect_ai.log import read_eval_log
+
+    for sample in read_eval_log(str(path)).samples or []:
+        score = (sample.scores or {}).get("climedbench_scorer")
+        if score is None or not isinstance(score.value, dict):
+            raise ClinConsensusError(f"{path}: sample {sample.id!r} (epoch {sample.epoch}) has no climedbench_scorer score (did it error?)")
+        code = str((sample.metadata or {})["scenario"])
+        out.append((str(sample.id), code, float(score.value["value"]), (sample.metadata or {}).get("item")))
+    return out
+
+
+def read_climedbench_run(files: Sequence[Path]) -> PairableRun:
+    run = PairableRun(str(files[0]), CLIMEDBENCH, {}, {})
+    for path in files:
+        for key, code, value, item in climedbench_items(path):
+            run.add("score", key, value, stratum=code)
+            run.add(f"{code}/score", key, value, stratum=code)
+            run.add(f"dimension/{SCENARIOS[code].dimension}", key, value, stratum=code)
+            run.content[key] = _digest(item)
+    return run
+
+
+def read_run(path: str | Path, thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA) -> PairableRun:
+    files = run_files(path)
+    if _benchmark_of(files) == CLINCONSENSUS:
+        return read_clinconsensus_run(files, thresholds, n_criteria)
+    return read_climedbench_run(files)
+
+
+# -- pairing and comparing ---------------------------------------------------------------------------
+
+
+@dataclass
+class Comparison:
+    baseline: str
+    candidate: str
+    benchmark: str
+    paired_cases: int
+    only_baseline: list[str]
+    only_candidate: list[str]
+    changed: list[str]
+    judges: dict[str, list[str]]
+    results: dict[str, PairedResult] = field(default_factory=dict)
+    gates: dict[str, float] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline, "candidate": self.candidate, "benchmark": self.benchmark,
+            "paired_cases": self.paired_cases, "only_baseline": self.only_baseline, "only_candidate": self.only_candidate,
+            "changed_cases": self.changed, "judges": self.judges, "warnings": self.warnings,
+            "metrics": {
+                name: {"baseline": r.baseline, "candidate": r.candidate, "difference": r.difference,
+                       "ci95": list(r.interval), "p_value": r.p_value, "p_exact": r.exact_p, "cases": r.cases,
+                       **({"gate_delta": self.gates[name], "gate_failed": name in self.failed} if name in self.gates else {})}
+                for name, r in self.results.items()
+            },
+            "passed": not self.failed,
+        }
+
+
+def parse_gates(specs: Sequence[str]) -> dict[str, float]:
+    """``["cacs@10:0.02", "rubric_accuracy"]`` -> ``{"cacs@10": 0.02, "rubric_accuracy": 0.0}``."""
+    gates = {}
+    for spec in specs:
+        name, _, delta = spec.partition(":")
+        try:
+            gates[name.strip()] = float(delta) if delta.strip() else 0.0
+        except ValueError:
+            raise ValueError(f"--fail-if-worse {spec!r}: DELTA must be a number (a fraction, e.g. cacs@10:0.02)") from None
+        if gates[name.strip()] < 0:
+            raise ValueError(f"--fail-if-worse {spec!r}: DELTA must not be negative")
+    return gates
+
+
+def compare_runs(
+    baseline: PairableRun,
+    candidate: PairableRun,
+    gates: dict[str, float] | None = None,
+    resamples: int = 10_000,
+    seed: int = 0,
+    allow_different_data: bool = False,
+    allow_different_judge: bool = False,
+) -> Comparison:
+    """Pair the two runs by case and compare every metric both have; apply the gates."""
+    gates = dict(gates or {})
+    if baseline.benchmark != candidate.benchmark:
+        raise RunMismatch(f"{baseline.path} is a {baseline.benchmark} run and {candidate.path} a {candidate.benchmark} run")
+    keys_b, keys_c = set(baseline.content), set(candidate.content)
+    common = sorted(keys_b & keys_c)
+    changed = [k for k in common if baseline.content[k] != candidate.content[k]]
+    only_b, only_c = sorted(keys_b - keys_c), sorted(keys_c - keys_b)
+    if (only_b or only_c or changed) and not allow_different_data:
+        raise RunMismatch(
+            f"the runs are not on the same data: {len(only_b)} case(s) only in the baseline (e.g. {only_b[:3]}), "
+            f"{len(only_c)} only in the candidate (e.g. {only_c[:3]}), {len(changed)} whose question or rubric differs "
+            f"(e.g. {changed[:3]}). Pass --allow-different-data to compare the {len(common)} shared case(s)."
+        )
+    if not common:
+        raise RunMismatch(f"{baseline.path} and {candidate.path} share no case")
+    judges_b = {judge_name(j) for j in baseline.judges}
+    judges_c = {judge_name(j) for j in candidate.judges}
+    modes_differ = bool(baseline.judge_mode and candidate.judge_mode and baseline.judge_mode != candidate.judge_mode)
+    if (judges_b != judges_c or modes_differ) and not allow_different_judge:
+        raise RunMismatch(
+            f"the runs were graded differently: baseline judge {sorted(baseline.judges)} ({baseline.judge_mode or 'mode not recorded'}), "
+            f"candidate judge {sorted(candidate.judges)} ({candidate.judge_mode or 'mode not recorded'}). "
+            "Pass --allow-different-judge to compare them anyway."
+        )
+    names = sorted((m for m in baseline.metrics if m in candidate.metrics), key=lambda m: m.startswith("dimension/"))
+    unknown = [g for g in gates if g not in names]
+    if unknown:
+        raise ValueError(f"--fail-if-worse: unknown metric(s) {', '.join(unknown)}; this comparison has {', '.join(names)}")
+    out = Comparison(baseline.path, candidate.path, baseline.benchmark, len(common), only_b, only_c, changed,
+                     {"baseline": list(baseline.judges), "candidate": list(candidate.judges)}, gates=gates)
+    if changed:
+        out.warnings.append(f"{len(changed)} paired case(s) differ in question or rubric")
+    for name in names:
+        keys = [k for k in common if k in baseline.metrics[name] and k in candidate.metrics[name]]
+        if not keys:
+            continue
+        b, c = baseline.metrics[name], candidate.metrics[name]
+        cols = PairedColumns.build(
+            [b[k].num for k in keys], [c[k].num for k in keys], [b[k].den for k in keys], [c[k].den for k in keys],
+            [b[k].stratum for k in keys],
+        )
+        result = compare_paired(cols, resamples, seed)
+        out.results[name] = result
+        if name in gates and worse_beyond(result, gates[name]):
+            out.failed.append(name)
+    return out
+
+
+# -- output ------------------------------------------------------------------------------------------
+
+
+def _pct(x: float) -> str:
+    return "–" if math.isnan(x) else f"{100 * x:.2f}"
+
+
+def format_table(comparison: Comparison) -> str:
+    c = comparison
+    width = max([22, *(len(name) + 2 for name in c.results)])
+    lines = [
+        f"baseline:  {c.baseline}",
+        f"candidate: {c.candidate}",
+        f"{c.benchmark}: {c.paired_cases} paired cases"
+        + (f" ({len(c.only_baseline)} only in baseline, {len(c.only_candidate)} only in candidate)" if c.only_baseline or c.only_candidate else "")
+        + f"; judges {', '.join(c.judges['baseline']) or '-'} / {', '.join(c.judges['candidate']) or '-'}",
+        *[f"warning: {w}" for w in c.warnings],
+        "",
+        f"{'metric':<{width}}{'baseline':>10}{'candidate':>11}{'diff':>9}  {'95% CI (paired bootstrap)':<26}{'p (perm.)':>10}  gate",
+    ]
+    for name, r in c.results.items():
+        gate = ""
+        if name in c.gates:
+            gate = ("FAIL" if name in c.failed else "pass") + f" (worse by > {_pct(c.gates[name])})"
+        ci = f"[{_pct(r.interval[0])}, {_pct(r.interval[1])}]"
+        p = f"{r.p_value:.4f}" + ("*" if r.exact_p else " ")
+        lines.append(f"{name:<{width}}{_pct(r.baseline):>10}{_pct(r.candidate):>11}{_pct(r.difference):>9}  {ci:<26}{p:>10}  {gate}")
+    lines.append("")
+    lines.append("values in %; diff = candidate - baseline; p: two-sided paired permutation test (* exact: every swap pattern enumerated)")
+    if c.gates:
+        lines.append("RESULT: " + (f"FAIL: candidate worse on {', '.join(c.failed)}" if c.failed else "pass"))
+    return "\n".join(lines)
+
+
+def write_junit(comparison: Comparison, path: str | Path) -> None:
+    """JUnit XML for CI systems: one test case per metric; gated metrics that fail are failures."""
+    c = comparison
+    suite = ET.Element("testsuite", name="clinconsensus-eval compare-models", tests=str(len(c.results)),
+                       failures=str(len(c.failed)), errors="0", skipped="0")
+    props = ET.SubElement(suite, "properties")
+    for key, value in (("baseline", c.baseline), ("candidate", c.candidate), ("benchmark", c.benchmark), ("paired_cases", str(c.paired_cases))):
+        ET.SubElement(props, "property", name=key, value=value)
+    for name, r in c.results.items():
+        case = ET.SubElement(suite, "testcase", classname=f"compare_models.{c.benchmark}", name=name)
+        summary = (f"baseline {r.baseline:.6f}, candidate {r.candidate:.6f}, difference {r.difference:+.6f}, "
+                   f"95% CI [{r.interval[0]:+.6f}, {r.interval[1]:+.6f}], p {r.p_value:.4f}, {r.cases} cases")
+        if name in c.failed:
+            failure = ET.SubElement(case, "failure", message=f"{name}: candidate worse by more than {c.gates[name]} (interval excludes 0)", type="regression")
+            failure.text = summary
+        ET.SubElement(case, "system-out").text = summary
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(suite).write(str(path), encoding="utf-8", xml_declaration=True)
+
+
+def add_arguments(parser: Any) -> None:
+    parser.add_argument("baseline", help="the reference run: Inspect log (.eval/.json) or folder, lm-eval output folder or samples file")
+    parser.add_argument("candidate", help="the run under judgement, of the same benchmark")
+    parser.add_argument("--fail-if-worse", action="append", default=[], metavar="METRIC[:DELTA]",
+                        help="exit 1 if the candidate is lower on METRIC by more than DELTA (a fraction, default 0) and the "
+                             "95%% interval excludes 0; repeatable (default: no gate)")
+    parser.add_argument("--thresholds", default="7,10", help="ClinConsensus k values for Pass@k and CACS@k (default 7,10)")
+    parser.add_argument("--n-criteria", type=int, default=DEFAULT_N_CRITERIA, help="expected criteria per case, N (default 30)")
+    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples and permutations (default 10000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of both (default 0)")
+    parser.add_argument("--allow-different-data", action="store_true", help="compare the shared cases of runs on different data (default: refuse)")
+    parser.add_argument("--allow-different-judge", action="store_true", help="compare runs graded by different judges or judge modes (default: refuse)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE (default: none)")
+
+
+def main_compare(args: Any) -> int:
+    thresholds = tuple(int(k) for k in str(args.thresholds).split(",") if k.strip())
+    gates = parse_gates(args.fail_if_worse)
+    comparison = compare_runs(
+        read_run(args.baseline, thresholds, args.n_criteria), read_run(args.candidate, thresholds, args.n_criteria), gates,
+        args.resamples, args.seed, args.allow_different_data, args.allow_different_judge,
+    )
+    print(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2) if args.json else format_table(comparison))
+    if args.junit:
+        write_junit(comparison, args.junit)
+    return 1 if comparison.failed else 0

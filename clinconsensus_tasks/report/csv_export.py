@@ -1,0 +1,73 @@
+"""``summarize --csv DIR``: per-case and summary CSV files, the shape release dashboards ingest.
+
+``cases.csv`` has one row per (log, case, epoch): labels, met/judged/failures, the case's Pass@k
+indicators and CACS@k terms (whose means are the run's metrics) and its judge tokens.
+``summary.csv`` has one row per (log, slice): ``overall`` and every breakdown label, with the
+headline metrics (fractions), the case count, judge failures and, on ``overall``, the judge
+tokens and cost. Every value comes from ``scorers.clinconsensus.cacs`` and ``report.costs``.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from clinconsensus_tasks.report.costs import judge_usage, usage_rows
+from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, cacs_at_k, summarize
+from clinconsensus_tasks.scorers.usage import Prices, TokenUsage
+
+
+def _case_rows(path: str, records: Sequence[Any], thresholds: Sequence[int], n_criteria: int) -> list[dict[str, Any]]:
+    rows = []
+    for r in records:
+        used = TokenUsage.from_dict(r.judge_usage) + TokenUsage.from_dict(r.local_judge_usage)
+        meta = r.metadata or {}
+        row = {"log": path, "case_id": r.case_id, "epoch": r.epoch, "difficulty": meta.get("difficulty", ""),
+               "subject": meta.get("subject", ""), "audience": meta.get("audience", ""), "judge": r.judge,
+               "met": r.result.met, "judged": r.result.judged, "failures": r.result.failures}
+        row.update({f"pass@{k}": int(r.result.met >= k) for k in thresholds})
+        row.update({f"cacs@{k}": cacs_at_k([r.result.met], k, n_criteria) for k in thresholds})
+        row.update({"judge_calls": used.calls, "judge_prompt_tokens": used.prompt_tokens,
+                    "judge_cached_prompt_tokens": used.cached_prompt_tokens, "judge_completion_tokens": used.completion_tokens})
+        rows.append(row)
+    return rows
+
+
+def _summary_rows(path: str, records: Sequence[Any], thresholds: Sequence[int], n_criteria: int,
+                  prices: Mapping[str, Prices]) -> list[dict[str, Any]]:
+    results = [r.result for r in records]
+    overall = {"log": path, "slice": "overall", **summarize(results, thresholds, n_criteria)}
+    used = list(judge_usage(records).items())
+    spent = sum((u for _, u in used), TokenUsage())
+    costs = [row["cost"] for row in usage_rows(dict(used), prices)]
+    overall.update({"judge_calls": spent.calls, "judge_prompt_tokens": spent.prompt_tokens,
+                    "judge_cached_prompt_tokens": spent.cached_prompt_tokens, "judge_completion_tokens": spent.completion_tokens,
+                    "judge_cost": sum(costs) if costs and all(c is not None for c in costs) else ""})
+    rows = [overall]
+    for dim, labels in breakdowns(results, thresholds, n_criteria).items():
+        for label, stats in labels.items():
+            rows.append({"log": path, "slice": f"{dim}={label}", **stats})
+    return rows
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> None:
+    columns: list[str] = []
+    for row in rows:
+        columns += [c for c in row if c not in columns]
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_csv(folder: str | Path, runs: Mapping[str, Sequence[Any]], thresholds: Sequence[int], n_criteria: int,
+              prices: Mapping[str, Prices] | None = None) -> tuple[Path, Path]:
+    """Write ``cases.csv`` and ``summary.csv`` for ``{log path: records}``; return their paths."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    cases = [row for path, records in runs.items() for row in _case_rows(path, records, thresholds, n_criteria)]
+    summary = [row for path, records in runs.items() for row in _summary_rows(path, records, thresholds, n_criteria, prices or {})]
+    _write(folder / "cases.csv", cases)
+    _write(folder / "summary.csv", summary)
+    return folder / "cases.csv", folder / "summary.csv"

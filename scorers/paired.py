@@ -1,0 +1,175 @@
+"""Paired comparison of two runs on the same cases: bootstrap interval and permutation p-value.
+
+Why paired: two models answer the same cases, and cases differ far more in difficulty than the
+models do. Comparing case by case removes that shared variation, so a regression gate can tell a
+real change from noise with a few hundred cases.
+
+Every headline metric of both benchmarks has one shape, a *stratified ratio*: the mean over
+strata ``s`` of ``sum(num_i) / sum(den_i)`` over the cases ``i`` of ``s``.
+
+* ClinConsensus (one stratum): rubric accuracy has ``num`` = criteria met and ``den`` = criteria
+  judged; Pass@k has ``num`` = the case's Pass@k indicator and ``den`` = 1; CACS@k has ``num`` =
+  the case's CACS@k term and ``den`` = 1. With several epochs ``num`` and ``den`` are summed over
+  a case's epochs, so each (case, epoch) weighs as it does in the frameworks' own metrics.
+* CliMedBench: the overall score has one stratum per scenario (``num`` = item value, ``den`` = 1),
+  so it is the unweighted mean of scenario means, as in the paper.
+
+:func:`paired_bootstrap` resamples cases with replacement (within each stratum, so every scenario
+keeps its size), the same cases for both runs, and takes percentiles of the difference
+(candidate - baseline). :func:`paired_permutation` swaps the two runs' values within each case at
+random (for a plain mean this is the sign flip of the per-case difference) and counts how often
+the difference is at least as far from zero as the observed one; with few cases it enumerates
+every swap pattern exactly. Both are seeded and deterministic.
+
+Plain numpy, no framework: ``clinconsensus_tasks.report.compare_models`` feeds them from logs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+from typing import Sequence
+
+import numpy as np
+
+# Observed and resampled differences closer than this count as equal: sums of the same floats in
+# another order may differ in the last bits, and a tie must not flip to "less extreme".
+_TIE = 1e-12
+
+
+@dataclass(frozen=True)
+class PairedColumns:
+    """Per-case numerators and denominators of one metric for the two runs, aligned by case."""
+
+    baseline_num: np.ndarray
+    baseline_den: np.ndarray
+    candidate_num: np.ndarray
+    candidate_den: np.ndarray
+    strata: np.ndarray  # integer stratum of each case (all 0 for a plain ratio)
+
+    @classmethod
+    def build(
+        cls,
+        baseline_num: Sequence[float],
+        candidate_num: Sequence[float],
+        baseline_den: Sequence[float] | None = None,
+        candidate_den: Sequence[float] | None = None,
+        strata: Sequence[object] | None = None,
+    ) -> "PairedColumns":
+        """Columns from plain sequences; denominators default to 1, strata to one stratum."""
+        n = len(baseline_num)
+        ones = [1.0] * n
+        columns = (baseline_num, ones if baseline_den is None else baseline_den, candidate_num, ones if candidate_den is None else candidate_den)
+        arrays = [np.asarray(a, dtype=float) for a in columns]
+        if any(a.shape != (n,) for a in arrays):
+            raise ValueError(f"paired columns must all have one value per case ({n}); got lengths {[len(a) for a in arrays]}")
+        labels = list(strata) if strata is not None else [0] * n
+        if len(labels) != n:
+            raise ValueError(f"strata must have one label per case ({n}); got {len(labels)}")
+        codes = {label: i for i, label in enumerate(dict.fromkeys(labels))}
+        return cls(arrays[0], arrays[1], arrays[2], arrays[3], np.asarray([codes[x] for x in labels], dtype=int))
+
+    @property
+    def n(self) -> int:
+        return int(self.baseline_num.shape[0])
+
+
+def _stratified_ratio(num: np.ndarray, den: np.ndarray, strata: np.ndarray) -> np.ndarray:
+    """Mean over strata of sum(num)/sum(den); ``num``/``den`` are (draws, cases), result (draws,).
+
+    A stratum whose denominators sum to zero contributes 0 (as ``cacs.rubric_accuracy`` does).
+    """
+    values = []
+    for s in np.unique(strata):
+        cols = strata == s
+        top, bottom = num[:, cols].sum(axis=1), den[:, cols].sum(axis=1)
+        values.append(np.divide(top, bottom, out=np.zeros_like(top), where=bottom != 0))
+    return np.mean(values, axis=0)
+
+
+def difference(cols: PairedColumns) -> float:
+    """Candidate minus baseline, on all cases."""
+    b = _stratified_ratio(cols.baseline_num[None, :], cols.baseline_den[None, :], cols.strata)
+    c = _stratified_ratio(cols.candidate_num[None, :], cols.candidate_den[None, :], cols.strata)
+    return float(c[0] - b[0])
+
+
+def paired_bootstrap(cols: PairedColumns, resamples: int = 10_000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of candidate - baseline, resampling cases (within strata) with replacement.
+
+    The same resampled cases score both runs, which is what makes it paired. Deterministic for a
+    given ``seed`` (numpy ``default_rng``).
+    """
+    if cols.n == 0:
+        raise ValueError("no paired cases to resample")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    rng = np.random.default_rng(seed)
+    index = np.empty((resamples, cols.n), dtype=int)
+    for s in np.unique(cols.strata):
+        members = np.flatnonzero(cols.strata == s)
+        index[:, members] = members[rng.integers(0, members.size, size=(resamples, members.size))]
+    # Strata are kept in place (index column j always draws from the stratum of case j).
+    b = _stratified_ratio(cols.baseline_num[index], cols.baseline_den[index], cols.strata)
+    c = _stratified_ratio(cols.candidate_num[index], cols.candidate_den[index], cols.strata)
+    tail = 100 * (1 - level) / 2
+    lo, hi = np.percentile(c - b, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def _swapped_differences(cols: PairedColumns, swap: np.ndarray) -> np.ndarray:
+    """Candidate - baseline for each row of ``swap`` (draws, cases): True swaps that case's runs."""
+    bn = np.where(swap, cols.candidate_num, cols.baseline_num)
+    bd = np.where(swap, cols.candidate_den, cols.baseline_den)
+    cn = np.where(swap, cols.baseline_num, cols.candidate_num)
+    cd = np.where(swap, cols.baseline_den, cols.candidate_den)
+    return _stratified_ratio(cn, cd, cols.strata) - _stratified_ratio(bn, bd, cols.strata)
+
+
+def paired_permutation(cols: PairedColumns, permutations: int = 10_000, seed: int = 0) -> tuple[float, bool]:
+    """Two-sided p-value of "the two runs are exchangeable within each case"; and whether it is exact.
+
+    When ``2**n <= permutations`` every swap pattern is enumerated and the p-value is the share of
+    patterns (the identity included) whose difference is at least as far from zero as the
+    observed one. Otherwise ``permutations`` random patterns are drawn (seeded) and the p-value is
+    ``(1 + hits) / (1 + permutations)``, which is never 0 and never below the exact value's scale.
+    """
+    if cols.n == 0:
+        raise ValueError("no paired cases to permute")
+    observed = abs(difference(cols))
+    if 2 ** cols.n <= permutations:
+        swap = np.array(list(product((False, True), repeat=cols.n)), dtype=bool)
+        hits = int(np.sum(np.abs(_swapped_differences(cols, swap)) >= observed - _TIE))
+        return hits / swap.shape[0], True
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for start in range(0, permutations, 2000):  # chunks bound memory for large runs
+        swap = rng.random((min(2000, permutations - start), cols.n)) < 0.5
+        hits += int(np.sum(np.abs(_swapped_differences(cols, swap)) >= observed - _TIE))
+    return (1 + hits) / (1 + permutations), False
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    baseline: float
+    candidate: float
+    difference: float
+    interval: tuple[float, float]
+    p_value: float
+    exact_p: bool
+    cases: int
+
+
+def compare_paired(cols: PairedColumns, resamples: int = 10_000, seed: int = 0, level: float = 0.95) -> PairedResult:
+    """Both runs' values, their difference, its bootstrap interval and permutation p-value."""
+    b = _stratified_ratio(cols.baseline_num[None, :], cols.baseline_den[None, :], cols.strata)[0]
+    c = _stratified_ratio(cols.candidate_num[None, :], cols.candidate_den[None, :], cols.strata)[0]
+    interval = paired_bootstrap(cols, resamples, seed, level)
+    p, exact = paired_permutation(cols, resamples, seed)
+    return PairedResult(float(b), float(c), float(c - b), interval, p, exact, cols.n)
+
+
+def worse_beyond(result: PairedResult, delta: float = 0.0) -> bool:
+    """The regression-gate rule: the candidate is lower by more than ``delta`` and the whole
+    interval lies below zero (higher is better for every headline metric)."""
+    return result.difference < -delta and result.interval[1] < 0
