@@ -211,14 +211,14 @@ class _State:
         self.judge_input_chars = 0
         self.judge_output_chars = 0
         self.judge_messages: list[list[dict[str, Any]]] = []  # with record_judge_messages
+        self.prefixes: set[str] = set()  # judge prompt prefixes seen: later calls report them cached
+        self.judge_usage: Counter[str] = Counter()  # usage handed out on judge calls
 
     def match_template(self, messages: list[dict[str, Any]], user: str) -> "re.Match[str] | None":
         """The filled-in registered template, if ``messages`` is one user message made from one."""
         if len(messages) != 1 or messages[0].get("role") != "user":
             return None
         return next((m for m in (p.match(user) for p in self.templates) if m), None)
-        self.prefixes: set[str] = set()  # judge prompt prefixes seen: later calls report them cached
-        self.judge_usage: Counter[str] = Counter()  # usage handed out on judge calls
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:

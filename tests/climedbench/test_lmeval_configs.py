@@ -53,8 +53,11 @@ def test_task_metrics_are_what_process_results_returns():
         assert {m["aggregation"] for m in config["metric_list"]} == {"mean"}
 
 
-def test_lm_eval_uses_its_builtin_mean_for_every_metric():
+def test_lm_eval_uses_its_builtin_mean_for_every_metric(similarity_model_dir, monkeypatch):
     from lm_eval.api.metrics import mean, stderr_for_metric
+
+    # Loading WTD checks its similarity model first: give it one that loads offline.
+    monkeypatch.setenv("CLIMEDBENCH_SIMILARITY_MODEL", str(similarity_model_dir))
 
     from clinconsensus_tasks.lmeval_tasks import task_manager
 
