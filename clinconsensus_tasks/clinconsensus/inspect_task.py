@@ -18,26 +18,48 @@ from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageSystem,
     ChatMessageUser,
-    GenerateConfig,
     Model,
     get_model,
     model_roles,
 )
 from inspect_ai import Epochs
 from inspect_ai.scorer import Metric, SampleScore, Score, ScoreReducer, Scorer, Target, metric, score_reducer, scorer
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases, slices_of
-from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, CaseResult, breakdowns, flatten_breakdowns, summarize
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics, pair_verdicts
-from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS, count_failures, count_met, grade_answer
+from clinconsensus_tasks.judge.inspect_calls import judge_call_config, judge_text, single_client_attempt
+from clinconsensus_tasks.scorers.clinconsensus.answer_guard import suspect_reasons
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
+    ENV_FAILURE_THRESHOLD,
+    CircuitBreaker,
+    FailureTally,
+    parse_threshold,
+    reason_counts,
+)
+from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS, count_failures, count_met, failures_of, grade_answer
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION, PROBE_MESSAGES
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
 
 GRADER_ROLE = "grader"
 LOCAL_GRADER_ROLE = "local_grader"  # optional second judge, e.g. the distilled local judge
+
+
+class TaskSetupError(PrerequisiteError, ClinConsensusError):
+    """A data or settings problem found while the task is built.
+
+    It is Inspect's ``PrerequisiteError``, which ``inspect eval`` prints alone rather than at the
+    end of a long traceback; ``error`` holds the original (e.g. a ``DataValidationError``).
+    """
+
+    def __init__(self, error: ClinConsensusError):
+        self.error = error
+        self.message = str(error) if str(error).startswith("ClinConsensus") else f"ClinConsensus: {error}"
+        Exception.__init__(self, self.message)
 
 
 def parse_thresholds(thresholds: Sequence[int] | str | int, n_criteria: int = DEFAULT_N_CRITERIA) -> tuple[int, ...]:
@@ -112,6 +134,7 @@ def clinconsensus_epochs() -> ScoreReducer:
                 "judged": sum(v["judged"] for v in values),
                 "failures": sum(v["failures"] for v in values),
                 "empty": sum(v["empty"] for v in values),
+                "suspect": sum(v.get("suspect", 0) for v in values),
                 "epochs": ";".join(v["epochs"] for v in values),
             },
             answer=first.answer,
@@ -126,17 +149,48 @@ def _empty_count(value: dict) -> int:
     return sum(int(part.split(",")[3]) for part in value["epochs"].split(";"))
 
 
+RESUME_HINT = (
+    "Every verdict obtained is in Inspect's response cache (judge_cache=true) and is not paid for again: "
+    "once the judge works, finish with `inspect eval-retry LOG_FILE` (re-runs the samples that stopped) "
+    "or re-grade the logged answers with `inspect score LOG_FILE --overwrite`."
+)
+THRESHOLD_SETTING = f"-T judge_failure_threshold (or {ENV_FAILURE_THRESHOLD})"
+
+
+def failure_threshold(value: float | str | None) -> float:
+    """``-T judge_failure_threshold``, else ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD``, else 1%."""
+    import os
+
+    raw, source = (value, "judge_failure_threshold") if value is not None else (os.environ.get(ENV_FAILURE_THRESHOLD), ENV_FAILURE_THRESHOLD)
+    try:
+        return parse_threshold(raw, source)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def check_failures(scores: list[SampleScore], threshold: float) -> None:
+    """End the run (an error, so the log is not a success) when failed judgments exceed ``threshold``."""
+    cases = ((s.score.value["judged"], s.score.value["failures"], (s.score.metadata or {}).get("failure_reasons"))  # type: ignore[index]
+             for s in scores)
+    FailureTally.of_cases(cases).check(threshold, RESUME_HINT, THRESHOLD_SETTING)
+
+
 @metric(name="clinconsensus")
 def clinconsensus_metrics(
-    thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA, with_breakdowns: bool = True
+    thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA, with_breakdowns: bool = True,
+    judge_failure_threshold: float | None = None,
 ) -> Metric:
-    """Rubric accuracy, Pass@k, CACS@k, judge failures and, optionally, their breakdowns."""
+    """Rubric accuracy, Pass@k, CACS@k, judge failures, suspect answers and, optionally, their
+    breakdowns; an error instead when failed judgments exceed the failure threshold."""
+    threshold = failure_threshold(judge_failure_threshold)
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
+        check_failures(scores, threshold)
         results = [r for s in scores for r in _case_results(s.score.value, s.sample_metadata or {})]  # type: ignore[arg-type]
         out = summarize(results, thresholds, n_criteria)
         out.pop("cases")
         out["empty_answers"] = float(sum(_empty_count(s.score.value) for s in scores))
+        out["suspect_answers"] = float(sum(s.score.value.get("suspect", 0) for s in scores))  # type: ignore[union-attr]
         if with_breakdowns:
             out.update(flatten_breakdowns(breakdowns(results, thresholds, n_criteria)))
         paired = [p for s in scores for p in _paired_cases(s.score.value, s.sample_metadata or {})]  # type: ignore[arg-type]
@@ -218,8 +272,9 @@ def generate_with_judge_check(role: str = GRADER_ROLE, allow_self_grading: bool 
 
 async def _probe(judges: list[Model]) -> None:
     for judge in judges:
+        single_client_attempt(judge)
         try:
-            await judge.generate(to_chat(PROBE_MESSAGES), config=GenerateConfig(max_tokens=8), cache=False)
+            await judge.generate(to_chat(PROBE_MESSAGES), config=judge_call_config(judge, max_tokens=8), cache=False)
         except Exception as exc:
             raise ConfigurationError(f"The judge ({judge}) did not answer a test request: {type(exc).__name__}: {exc}") from exc
 
@@ -233,6 +288,8 @@ def rubric_scorer(
     judge_role: str = GRADER_ROLE,
     allow_self_grading: bool = False,
     judge_max_tokens: int | None = None,
+    judge_failure_threshold: float | None = None,
+    planned_judgments: int = 0,
 ) -> Scorer:
     """Grade each answer against its case's rubric with the judge model.
 
@@ -240,15 +297,24 @@ def rubric_scorer(
     ``empty`` and the per-epoch record ``epochs``); the per-criterion verdicts, explanations and
     failures are in the score metadata. The metrics attached here use k = 7 and 10; the task
     attaches metrics for its own thresholds.
+
+    Failure policy (``scorers.clinconsensus.judge_failures``): a judge failing call after call
+    stops the run at once (circuit breaker), and so does the sample whose failed judgments take
+    the run past ``judge_failure_threshold`` of the ``planned_judgments`` (or of those made so far).
     """
     if judge_mode not in JUDGE_MODES:
         raise ConfigurationError(f"judge_mode={judge_mode!r}; choose one of {', '.join(JUDGE_MODES)}")
-    config = GenerateConfig(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
+    decoding = dict(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
+    threshold = failure_threshold(judge_failure_threshold)
+    breaker, tally = CircuitBreaker(resume_hint=RESUME_HINT), FailureTally()
 
     def completer(model: Model):
+        single_client_attempt(model)
+
         async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
+            config = judge_call_config(model, **decoding)
             output = await model.generate(to_chat(messages), config=config, cache=judge_cache and not fresh)
-            return output.completion
+            return judge_text(output)
 
         return complete
 
@@ -257,15 +323,21 @@ def rubric_scorer(
         local = local_grader()
         rubrics = [(r["criterion_id"], r["criterion"]) for r in state.metadata["rubrics"]]
         answer = state.output.completion if state.output else ""
-        jobs = [grade_answer(state.input_text, answer, rubrics, completer(grader), judge_mode, max_attempts)]
+        jobs = [grade_answer(state.input_text, answer, rubrics, completer(grader), judge_mode, max_attempts, breaker)]
         if local is not None:
-            jobs.append(grade_answer(state.input_text, answer, rubrics, completer(local), judge_mode, max_attempts))
+            jobs.append(grade_answer(state.input_text, answer, rubrics, completer(local), judge_mode, max_attempts, breaker))
         judgments, *local_judgments = await asyncio.gather(*jobs)
+        tally.add(failures_of(judgments), len(judgments))
+        tally.check(threshold, RESUME_HINT, THRESHOLD_SETTING, planned_judgments)
+        suspect = suspect_reasons(answer)
         met, failures, empty = count_met(judgments), count_failures(judgments), int(not answer.strip())
         note = f"{met}/{len(judgments)} criteria met" + (f", {failures} failed judgment(s)" if failures else "")
         if empty:
             note = "empty answer: no criterion met (not sent to the judge)"
-        metadata = {"judge_mode": judge_mode, "judge": str(grader), "judgments": [j.to_dict() for j in judgments]}
+        metadata = {"judge_mode": judge_mode, "judge": str(grader), "judgments": [j.to_dict() for j in judgments],
+                    "suspect_answer": suspect, "failure_reasons": dict(reason_counts(failures_of(judgments)))}
+        if suspect:
+            note += f"; suspect answer ({', '.join(suspect)})"
         local_fields: tuple[int, ...] = ()
         if local_judgments:
             other = local_judgments[0]
@@ -279,6 +351,7 @@ def rubric_scorer(
                 "judged": len(judgments),
                 "failures": failures,
                 "empty": empty,
+                "suspect": int(bool(suspect)),
                 "epochs": _epoch_record(met, len(judgments), failures, empty, local_fields),
             },
             answer=answer,
@@ -301,6 +374,7 @@ def clinconsensus(
     judge_max_tokens: int | None = None,
     breakdowns: bool = True,
     allow_self_grading: bool = False,
+    judge_failure_threshold: float | None = None,
 ) -> Task:
     """ClinConsensus: open-ended Chinese clinical cases graded against 30 rubric criteria each.
 
@@ -318,16 +392,23 @@ def clinconsensus(
             criterion in batched mode).
         breakdowns: also report rubric accuracy and CACS by difficulty, subject, task and audience.
         allow_self_grading: grade with the model under test when no ``grader`` role is bound.
+        judge_failure_threshold: the share of failed judgments that ends the run with an error
+            (default ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD`` or 0.01; 0 = never stop).
     """
-    ks = parse_thresholds(thresholds, n_criteria)
-    if judge_mode not in JUDGE_MODES:
-        raise ConfigurationError(f"judge_mode={judge_mode!r}; choose one of {', '.join(JUDGE_MODES)}")
-    loaded = load_cases(data, n_criteria)
+    try:
+        ks = parse_thresholds(thresholds, n_criteria)
+        if judge_mode not in JUDGE_MODES:
+            raise ConfigurationError(f"judge_mode={judge_mode!r}; choose one of {', '.join(JUDGE_MODES)}")
+        failure_threshold(judge_failure_threshold)
+        loaded = load_cases(data, n_criteria)
+    except ClinConsensusError as exc:
+        raise TaskSetupError(exc) from exc
     return Task(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check),
-        scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading, judge_max_tokens),
-        metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
+        scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading,
+                             judge_max_tokens, judge_failure_threshold, len(loaded.cases) * n_criteria),
+        metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns, judge_failure_threshold)],
         epochs=Epochs(1, clinconsensus_epochs()),
         metadata={"data_source": loaded.source, "data_sha256": loaded.sha256, "judge_mode": judge_mode},
     )

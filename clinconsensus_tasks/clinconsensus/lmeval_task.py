@@ -25,7 +25,8 @@ from typing import Any, Callable, Sequence
 
 from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
 from clinconsensus_tasks.errors import ConfigurationError
-from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
+from clinconsensus_tasks.judge.cache import check_cache_file
+from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_policy, judge_documents
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, cacs_at_k, pass_at_k, rubric_accuracy
 from clinconsensus_tasks.scorers.agreement import Confusion
@@ -111,6 +112,10 @@ def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
     n = n_criteria()
     extra = extra_thresholds(thresholds, n)
     loaded = load_cases(os.environ.get(ENV_DATA, "hub"), n)
+    if settings.use_cache:
+        warning = check_cache_file(settings.cache_dir)
+        if warning:
+            print(f"[clinconsensus] WARNING: {warning}", file=sys.stderr)
     if os.environ.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
         check_judge(settings)
     print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}", file=sys.stderr)
@@ -153,6 +158,8 @@ def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> l
         )
 
     (records, stats), (local_records, local_stats) = _run(both)
+    enforce_failure_policy(records, reference_settings)
+    enforce_failure_policy(local_records, local_settings)
     out = []
     for record, local in zip(records, local_records):
         matrix = pair_verdicts([j["met"] for j in record["judgments"]], [j["met"] for j in local["judgments"]])
@@ -179,11 +186,13 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
     records, stats = _run(lambda: judge_documents(answers, docs, settings, mode))
     failures = sum(r["failures"] for r in records)
     empty = sum(r["empty_answer"] for r in records)
+    suspect = sum(bool(r["suspect_answer"]) for r in records)
     print(
         f"[clinconsensus] judge {settings.model}: {stats['calls']} calls, {stats['cache_hits']} cache hits, "
-        f"{failures} failed judgment(s), {empty} empty answer(s) not sent to the judge",
+        f"{failures} failed judgment(s), {empty} empty answer(s) not sent to the judge, {suspect} suspect answer(s)",
         file=sys.stderr,
     )
+    enforce_failure_policy(records, settings)
     return [json.dumps(r, ensure_ascii=False) for r in records]
 
 
@@ -207,6 +216,7 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
         value += [record["local"]["met"], record["local"]["failures"], *record["confusion"]]
         names = DECLARED_METRICS + DUAL_METRICS
     out: dict[str, Any] = {name: value for name in names}
+    out["suspect_answers"] = int(bool(record.get("suspect_answer")))
     n = n_criteria()
     for k in doc.get("extra_thresholds") or []:
         out[f"pass@{k}"] = pass_at_k([record["met"]], k)
@@ -257,6 +267,11 @@ def aggregate_judge_failures(items: Sequence[Sequence[Any]]) -> float:
 
 def aggregate_empty_answers(items: Sequence[Sequence[Any]]) -> float:
     return float(sum(int(item[4]) for item in items))
+
+
+def aggregate_suspect_answers(items: Sequence[int]) -> float:
+    """Answers holding verdict-like JSON or judge prompt section markers (``answer_guard``)."""
+    return float(sum(items))
 
 
 def _make_aggregation(name: str) -> Callable[[Sequence[Sequence[Any]]], float] | None:

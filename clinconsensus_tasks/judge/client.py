@@ -17,7 +17,9 @@ Settings (environment variables):
   (default 512 per criterion; batched mode allows 96 per criterion),
 * ``CLINCONSENSUS_JUDGE_EXTRA_BODY``: a JSON object merged into every request, e.g.
   ``{"chat_template_kwargs": {"enable_thinking": false}}`` for a Qwen3-based judge on vLLM,
-* ``CLINCONSENSUS_CACHE_DIR`` (see ``judge_cache``); ``CLINCONSENSUS_JUDGE_CACHE=0`` disables it.
+* ``CLINCONSENSUS_CACHE_DIR`` (see ``judge_cache``); ``CLINCONSENSUS_JUDGE_CACHE=0`` disables it,
+* ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD`` (default 0.01; 0 = never stop): the share of failed
+  judgments that ends the run with an error (``scorers.clinconsensus.judge_failures``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ from typing import Any, Mapping, Sequence
 
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
-from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS, count_failures, count_met, grade_answer
+from clinconsensus_tasks.scorers.clinconsensus.answer_guard import suspect_reasons
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
+    ENV_FAILURE_THRESHOLD,
+    CircuitBreaker,
+    FailureTally,
+    parse_threshold,
+    reason_counts,
+)
+from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS, count_failures, count_met, failures_of, grade_answer
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens
 
 
@@ -47,6 +57,7 @@ class JudgeSettings:
     use_cache: bool = True
     cache_dir: str | None = None
     extra_body: Mapping[str, Any] = field(default_factory=dict)
+    failure_threshold: float = 0.01
 
     @classmethod
     def from_env(cls, prefix: str = "CLINCONSENSUS_JUDGE_", env: Mapping[str, str] | None = None) -> "JudgeSettings":
@@ -73,6 +84,10 @@ class JudgeSettings:
                 raise ConfigurationError(f"{prefix}{name} must be positive, got {raw!r}")
             return value
 
+        try:
+            failure_threshold = parse_threshold(env.get(ENV_FAILURE_THRESHOLD))
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
         raw_extra = env.get(f"{prefix}EXTRA_BODY") or "{}"
         try:
             extra_body = json.loads(raw_extra)
@@ -92,6 +107,7 @@ class JudgeSettings:
             use_cache=env.get("CLINCONSENSUS_JUDGE_CACHE", "1") not in ("0", "false", "no"),
             cache_dir=env.get("CLINCONSENSUS_CACHE_DIR") or None,
             extra_body=extra_body,
+            failure_threshold=failure_threshold,
         )
 
 
@@ -129,7 +145,7 @@ class JudgeClient:
     async def complete(self, messages: list[dict[str, str]], fresh: bool = False, max_tokens: int | None = None) -> str:
         """Greedy completion of ``messages``; served from the cache unless ``fresh``."""
         decoding = self.decoding(max_tokens or self.settings.max_tokens)
-        key = cache_key(self.settings.model, messages, decoding)
+        key = cache_key(self.settings.base_url, self.settings.model, messages, decoding)
         if self.cache is not None and not fresh:
             hit = self.cache.get(key)
             if hit is not None:
@@ -171,6 +187,7 @@ async def judge_documents(
     from tqdm.auto import tqdm
 
     client = JudgeClient(settings)
+    breaker = CircuitBreaker(resume_hint=resume_hint(settings))
     try:
         progress = tqdm(total=len(docs), desc=f"Judging ({mode}, {settings.model})", file=sys.stderr)
 
@@ -181,7 +198,7 @@ async def judge_documents(
             async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
                 return await client.complete(messages, fresh, max_tokens=max_tokens)
 
-            judgments = await grade_answer(doc["question"], answer, rubrics, complete, mode, max_attempts)
+            judgments = await grade_answer(doc["question"], answer, rubrics, complete, mode, max_attempts, breaker)
             progress.update(1)
             return {
                 "case_id": doc["case_id"],
@@ -189,6 +206,8 @@ async def judge_documents(
                 "judged": len(judgments),
                 "failures": count_failures(judgments),
                 "empty_answer": not answer.strip(),
+                "suspect_answer": suspect_reasons(answer),
+                "failure_reasons": dict(reason_counts(failures_of(judgments))),
                 "judge_model": settings.model,
                 "judge_mode": mode,
                 "judgments": [j.to_dict() for j in judgments],
@@ -202,3 +221,20 @@ async def judge_documents(
             client.cache.close()
     stats = vars(client.stats).copy()
     return list(records), stats
+
+
+def resume_hint(settings: JudgeSettings) -> str:
+    """How to finish an lm-eval run stopped by the failure policy without paying twice."""
+    if not settings.use_cache:
+        return "The verdict cache is off (CLINCONSENSUS_JUDGE_CACHE=0): a re-run asks the judge for every verdict again."
+    from clinconsensus_tasks.judge.cache import cache_file
+
+    return (f"Every verdict obtained is in the verdict cache ({cache_file(settings.cache_dir)}): once the judge works, "
+            "re-run the same command and only the missing verdicts are asked for (add lm-eval's --use_cache DIR to "
+            "reuse the model's answers too).")
+
+
+def enforce_failure_policy(records: Sequence[dict[str, Any]], settings: JudgeSettings) -> None:
+    """Raise :class:`JudgeFailureError` when the run's failed judgments exceed the threshold."""
+    tally = FailureTally.of_cases((r["judged"], r["failures"], r.get("failure_reasons")) for r in records)
+    tally.check(settings.failure_threshold, resume_hint(settings), ENV_FAILURE_THRESHOLD)
