@@ -174,6 +174,7 @@ class _State:
                 "kinds": dict(self.kinds),
                 "statuses": {str(k): v for k, v in self.statuses.items()},
                 "judge_calls": self.kinds["per_criterion"] + self.kinds["batched"],
+                "max_repeats": max(self.seen.values(), default=0),  # most times one request body was sent
                 "judge_request_keys": dict(self.judge_request_keys),
                 "judge_temperatures": dict(self.judge_temperatures),
                 "input_chars": self.input_chars,

@@ -29,26 +29,30 @@ def expected_metrics(flaky: bool = False) -> dict[str, float]:
     return out
 
 
-def run_inspect(log_dir: Path, judge: str = "judge-model", **task_args):
+def run_inspect(log_dir: Path, judge: str = "judge-model", candidate: str = "cand-model", expect_success: bool = True,
+                max_retries: int = 3, **task_args):
     from inspect_ai import eval as inspect_eval
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
 
     logs = inspect_eval(
         clinconsensus(data="sample", **task_args),
-        model="openai-api/cand/cand-model",
+        model=f"openai-api/cand/{candidate}",
         model_roles={"grader": f"openai-api/judge/{judge}"},
         log_dir=str(log_dir),
         display="none",
-        max_retries=3,
+        max_retries=max_retries,
     )
     log = logs[0]
+    if not expect_success:
+        return log, {}
     assert log.status == "success", log.error
     metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
     return log, metrics
 
 
-def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "judge-model", mode: str | None = None):
+def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "judge-model", mode: str | None = None,
+               candidate: str = "cand-model"):
     from clinconsensus_tasks.lmeval_tasks import simple_evaluate
 
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = judge
@@ -56,7 +60,7 @@ def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "jud
         os.environ["CLINCONSENSUS_JUDGE_MODE"] = mode
     results = simple_evaluate(
         model="local-chat-completions",
-        model_args={"model": "cand-model", "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
+        model_args={"model": candidate, "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
         apply_chat_template=True,
         log_samples=True,
         bootstrap_iters=0,

@@ -122,7 +122,7 @@ def _validate(record: Any, where: str, n_criteria: int, problems: list[str]) -> 
             bad(name, f"expected a string, got {type(record[name]).__name__}")
     for name in _REQUIRED_TEXT:
         if isinstance(record.get(name), str) and not record[name].strip():
-            bad(name, "empty" if not record[name] else "empty (white space only)")
+            bad(name, "empty")
     for name in _LIST_FIELDS:
         value = record.get(name)
         if name not in record:

@@ -49,17 +49,17 @@ GRADER_ROLE = "grader"
 LOCAL_GRADER_ROLE = "local_grader"  # optional second judge, e.g. the distilled local judge
 
 
-class TaskSetupError(PrerequisiteError, ClinConsensusError):
-    """A data or settings problem found while the task is built.
-
-    It is Inspect's ``PrerequisiteError``, which ``inspect eval`` prints alone rather than at the
-    end of a long traceback; ``error`` holds the original (e.g. a ``DataValidationError``).
-    """
-
-    def __init__(self, error: ClinConsensusError):
-        self.error = error
-        self.message = str(error) if str(error).startswith("ClinConsensus") else f"ClinConsensus: {error}"
-        Exception.__init__(self, self.message)
+def shown_alone(error: ClinConsensusError) -> ClinConsensusError:
+    """``error`` (same type, same message) made also Inspect's ``PrerequisiteError``, which
+    ``inspect eval`` prints alone rather than at the end of a long traceback."""
+    kind = type(error)
+    both = type(kind.__name__, (kind, PrerequisiteError), {"__module__": kind.__module__})
+    alone = both.__new__(both)
+    alone.__dict__.update(vars(error))
+    alone.args = error.args
+    text = str(error)
+    alone.message = text if text.startswith("ClinConsensus") else f"ClinConsensus: {text}"
+    return alone
 
 
 def parse_thresholds(thresholds: Sequence[int] | str | int, n_criteria: int = DEFAULT_N_CRITERIA) -> tuple[int, ...]:
@@ -402,7 +402,7 @@ def clinconsensus(
         failure_threshold(judge_failure_threshold)
         loaded = load_cases(data, n_criteria)
     except ClinConsensusError as exc:
-        raise TaskSetupError(exc) from exc
+        raise shown_alone(exc) from exc
     return Task(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check),

@@ -35,6 +35,7 @@ class CaseRecord:
     local_judgments: list[dict[str, Any]] = field(default_factory=list)
     where: str = ""  # file and line/sample, for messages
     epoch: int = 1
+    suspect: list[str] = field(default_factory=list)  # why the answer looks like judge injection (answer_guard)
 
     @property
     def local_result(self) -> CaseResult | None:
@@ -75,6 +76,7 @@ def _lmeval_records(path: Path) -> Iterator[CaseRecord]:
                     local_judge=str(local.get("judge_model", "")),
                     local_judgments=local.get("judgments", []),
                     where=where,
+                    suspect=list(record.get("suspect_answer") or []),
                 )
             except (KeyError, IndexError, TypeError, ValueError) as exc:
                 raise DataValidationError([f"{where}: not a clinconsensus lm-eval sample record ({type(exc).__name__}: {exc})"]) from exc
@@ -104,6 +106,7 @@ def _inspect_records(path: Path) -> Iterator[CaseRecord]:
             local_judgments=extra.get("local_judgments", []),
             where=where,
             epoch=sample.epoch,
+            suspect=list(extra.get("suspect_answer") or []),
         )
 
 

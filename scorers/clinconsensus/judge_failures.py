@@ -8,7 +8,7 @@ too low number. The policy, shared by the Inspect and lm-eval adapters:
   HTTP 400 "prompt too long": asking again cannot help), ``transport`` (no reply after the
   client's own retries: 5xx, 429, time-outs, dropped connections), ``unparseable`` (a reply with
   no usable verdict after re-asking) or ``judge_unavailable`` (the circuit breaker is open);
-* :class:`CircuitBreaker`: a judge that fails :data:`BREAKER_LIMIT` calls in a row is taken as
+* :class:`CircuitBreaker`: a judge that fails :data:`BREAKER_LIMIT` transport calls in a row is taken as
   down, and the run stops at once (:class:`JudgeUnavailableError`) instead of retrying every
   remaining criterion for minutes;
 * :class:`FailureTally`: when failed judgments exceed a share of all judgments
@@ -103,9 +103,9 @@ def parse_threshold(raw: str | float | None, source: str = ENV_FAILURE_THRESHOLD
 
 
 class CircuitBreaker:
-    """Counts judge calls that failed in a row (shared by all concurrent calls of one run).
+    """Counts judge calls that failed in transport in a row (shared by all concurrent calls of a run).
 
-    A reply, usable or not, resets the count; :data:`BREAKER_LIMIT` failures in a row open the
+    A reply, usable or not, resets the count (a refused request neither counts nor resets); :data:`BREAKER_LIMIT` failures in a row open the
     breaker, and from then on every call raises :class:`JudgeUnavailableError` without being sent.
     """
 

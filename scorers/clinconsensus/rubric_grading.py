@@ -19,6 +19,7 @@ from typing import Awaitable, Callable, Sequence
 
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION, batched_messages, per_criterion_messages
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
+    ERROR_TRANSPORT,
     ERROR_UNPARSEABLE,
     CircuitBreaker,
     JudgeUnavailableError,
@@ -86,7 +87,7 @@ async def _ask(complete: Complete, messages: Messages, fresh: bool, breaker: Cir
         raise
     except Exception as exc:  # the client already retried transient errors
         kind, reason = classify(exc)
-        if breaker is not None:
+        if breaker is not None and kind == ERROR_TRANSPORT:  # a refused request says nothing of the judge's health
             breaker.failure(kind, reason)
         raise _CallFailed(kind, reason) from exc
     if breaker is not None:
