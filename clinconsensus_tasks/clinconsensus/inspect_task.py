@@ -32,15 +32,17 @@ from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, CaseResult, breakdowns, flatten_breakdowns, summarize
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics, pair_verdicts
-from clinconsensus_tasks.judge.inspect_calls import judge_call_config, judge_text, single_client_attempt
-from clinconsensus_tasks.scorers.clinconsensus.answer_guard import suspect_reasons
-from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
-    ENV_FAILURE_THRESHOLD,
-    CircuitBreaker,
-    FailureTally,
-    parse_threshold,
-    reason_counts,
+from clinconsensus_tasks.judge.inspect_calls import (
+    RESUME_HINT,
+    THRESHOLD_SETTING,
+    check_failures,
+    failure_threshold,
+    judge_call_config,
+    judge_text,
+    single_client_attempt,
 )
+from clinconsensus_tasks.scorers.clinconsensus.answer_guard import suspect_reasons
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, FailureTally, reason_counts
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS, count_failures, count_met, failures_of, grade_answer
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION, PROBE_MESSAGES
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
@@ -147,32 +149,6 @@ def clinconsensus_epochs() -> ScoreReducer:
 
 def _empty_count(value: dict) -> int:
     return sum(int(part.split(",")[3]) for part in value["epochs"].split(";"))
-
-
-RESUME_HINT = (
-    "Every verdict obtained is in Inspect's response cache (judge_cache=true) and is not paid for again: "
-    "once the judge works, finish with `inspect eval-retry LOG_FILE` (re-runs the samples that stopped) "
-    "or re-grade the logged answers with `inspect score LOG_FILE --overwrite`."
-)
-THRESHOLD_SETTING = f"-T judge_failure_threshold (or {ENV_FAILURE_THRESHOLD})"
-
-
-def failure_threshold(value: float | str | None) -> float:
-    """``-T judge_failure_threshold``, else ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD``, else 1%."""
-    import os
-
-    raw, source = (value, "judge_failure_threshold") if value is not None else (os.environ.get(ENV_FAILURE_THRESHOLD), ENV_FAILURE_THRESHOLD)
-    try:
-        return parse_threshold(raw, source)
-    except ValueError as exc:
-        raise ConfigurationError(str(exc)) from None
-
-
-def check_failures(scores: list[SampleScore], threshold: float) -> None:
-    """End the run (an error, so the log is not a success) when failed judgments exceed ``threshold``."""
-    cases = ((s.score.value["judged"], s.score.value["failures"], (s.score.metadata or {}).get("failure_reasons"))  # type: ignore[index]
-             for s in scores)
-    FailureTally.of_cases(cases).check(threshold, RESUME_HINT, THRESHOLD_SETTING)
 
 
 @metric(name="clinconsensus")
@@ -327,7 +303,8 @@ def rubric_scorer(
         if local is not None:
             jobs.append(grade_answer(state.input_text, answer, rubrics, completer(local), judge_mode, max_attempts, breaker))
         judgments, *local_judgments = await asyncio.gather(*jobs)
-        tally.add(failures_of(judgments), len(judgments))
+        for graded in (judgments, *local_judgments):
+            tally.add(failures_of(graded), len(graded))
         tally.check(threshold, RESUME_HINT, THRESHOLD_SETTING, planned_judgments)
         suspect = suspect_reasons(answer)
         met, failures, empty = count_met(judgments), count_failures(judgments), int(not answer.strip())

@@ -158,8 +158,7 @@ def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> l
         )
 
     (records, stats), (local_records, local_stats) = _run(both)
-    enforce_failure_policy(records, reference_settings)
-    enforce_failure_policy(local_records, local_settings)
+    enforce_failure_policy([*records, *local_records], reference_settings)  # both judges' failures, as in Inspect
     out = []
     for record, local in zip(records, local_records):
         matrix = pair_verdicts([j["met"] for j in record["judgments"]], [j["met"] for j in local["judgments"]])

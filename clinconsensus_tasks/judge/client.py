@@ -29,13 +29,14 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
 from clinconsensus_tasks.scorers.clinconsensus.answer_guard import suspect_reasons
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ENV_FAILURE_THRESHOLD,
+    DEFAULT_FAILURE_THRESHOLD,
     CircuitBreaker,
     FailureTally,
     parse_threshold,
@@ -57,7 +58,7 @@ class JudgeSettings:
     use_cache: bool = True
     cache_dir: str | None = None
     extra_body: Mapping[str, Any] = field(default_factory=dict)
-    failure_threshold: float = 0.01
+    failure_threshold: float = DEFAULT_FAILURE_THRESHOLD
 
     @classmethod
     def from_env(cls, prefix: str = "CLINCONSENSUS_JUDGE_", env: Mapping[str, str] | None = None) -> "JudgeSettings":
@@ -142,8 +143,13 @@ class JudgeClient:
     def decoding(self, max_tokens: int) -> dict[str, Any]:
         return {"temperature": 0.0, "max_tokens": max_tokens, **dict(self.settings.extra_body)}
 
-    async def complete(self, messages: list[dict[str, str]], fresh: bool = False, max_tokens: int | None = None) -> str:
-        """Greedy completion of ``messages``; served from the cache unless ``fresh``."""
+    async def complete(
+        self, messages: list[dict[str, str]], fresh: bool = False, max_tokens: int | None = None,
+        before_send: Callable[[], None] | None = None,
+    ) -> str:
+        """Greedy completion of ``messages``; served from the cache unless ``fresh``. ``before_send``
+        runs once a connection slot is free, just before the request goes out (a circuit breaker's
+        check: calls queued behind the concurrency limit are not sent once the judge is down)."""
         decoding = self.decoding(max_tokens or self.settings.max_tokens)
         key = cache_key(self.settings.base_url, self.settings.model, messages, decoding)
         if self.cache is not None and not fresh:
@@ -153,6 +159,8 @@ class JudgeClient:
                 return hit
         extra = {k: v for k, v in decoding.items() if k not in ("temperature", "max_tokens")}
         async with self._semaphore:
+            if before_send is not None:
+                before_send()
             self.stats.calls += 1
             self.stats.input_chars += sum(len(m["content"]) for m in messages)
             try:
@@ -196,7 +204,7 @@ async def judge_documents(
             max_tokens = judge_max_tokens(mode, len(rubrics), settings.max_tokens)
 
             async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
-                return await client.complete(messages, fresh, max_tokens=max_tokens)
+                return await client.complete(messages, fresh, max_tokens=max_tokens, before_send=breaker.check)
 
             judgments = await grade_answer(doc["question"], answer, rubrics, complete, mode, max_attempts, breaker)
             progress.update(1)
@@ -213,7 +221,13 @@ async def judge_documents(
                 "judgments": [j.to_dict() for j in judgments],
             }
 
-        records = await asyncio.gather(*(one(a, d) for a, d in zip(answers, docs)))
+        jobs = [asyncio.ensure_future(one(a, d)) for a, d in zip(answers, docs)]
+        try:
+            records = await asyncio.gather(*jobs)
+        except BaseException:  # e.g. the judge is down: send nothing more
+            for job in jobs:
+                job.cancel()
+            raise
         progress.close()
     finally:
         await client.aclose()

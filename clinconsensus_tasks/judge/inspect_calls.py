@@ -1,4 +1,5 @@
-"""How the Inspect adapter calls its judge models: call settings, retries, and refused requests.
+"""How the Inspect adapter calls its judge models: call settings, retries, refused requests, and
+the Inspect side of the judge failure policy (``scorers.clinconsensus.judge_failures``).
 
 Why this exists: a judge bound with ``--model-role grader=...`` is not the eval's active model, so
 Inspect gives it only part of the command line's generate config (not ``--attempt-timeout``), and
@@ -17,12 +18,21 @@ Here every judge call gets:
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from inspect_ai.model import GenerateConfig, Model, ModelOutput
 from inspect_ai.model._generate_config import active_generate_config
+from inspect_ai.scorer import SampleScore
 
-from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ERROR_REQUEST, JudgeCallError
+from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
+    ENV_FAILURE_THRESHOLD,
+    ERROR_REQUEST,
+    FailureTally,
+    JudgeCallError,
+    parse_threshold,
+)
 
 JUDGE_CALL_DEFAULTS: dict[str, int] = {"max_retries": 5, "timeout": 600, "attempt_timeout": 180}
 """Per judge call: 5 retries (Inspect backs off from 3 s), at most 600 s in all, 180 s per attempt."""
@@ -56,3 +66,27 @@ def judge_text(output: ModelOutput) -> str:
     if output.stop_reason in _REFUSED and output.usage is None:
         raise JudgeCallError(ERROR_REQUEST, f"judge refused the request ({output.stop_reason}): {output.completion[:300]}")
     return output.completion
+
+
+RESUME_HINT = (
+    "Every verdict obtained is in Inspect's response cache (judge_cache=true) and is not paid for again: "
+    "once the judge works, finish with `inspect eval-retry LOG_FILE` (re-runs the samples that stopped) "
+    "or re-grade the logged answers with `inspect score LOG_FILE --overwrite`."
+)
+THRESHOLD_SETTING = f"-T judge_failure_threshold (or {ENV_FAILURE_THRESHOLD})"
+
+
+def failure_threshold(value: float | str | None) -> float:
+    """``-T judge_failure_threshold``, else ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD``, else 1%."""
+    raw, source = (value, "judge_failure_threshold") if value is not None else (os.environ.get(ENV_FAILURE_THRESHOLD), ENV_FAILURE_THRESHOLD)
+    try:
+        return parse_threshold(raw, source)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def check_failures(scores: list[SampleScore], threshold: float) -> None:
+    """End the run (an error, so the log is not a success) when failed judgments exceed ``threshold``."""
+    cases = ((s.score.value["judged"], s.score.value["failures"], (s.score.metadata or {}).get("failure_reasons"))  # type: ignore[index]
+             for s in scores)
+    FailureTally.of_cases(cases).check(threshold, RESUME_HINT, THRESHOLD_SETTING)

@@ -64,9 +64,17 @@ def status_code_of(exc: BaseException) -> int | None:
     return None
 
 
+def _unwrapped(exc: BaseException) -> BaseException:
+    """The last attempt's error inside a retry library's give-up error (tenacity's ``RetryError``)."""
+    attempt = getattr(exc, "last_attempt", None)
+    inner = attempt.exception() if callable(getattr(attempt, "exception", None)) else None
+    return inner if isinstance(inner, BaseException) else exc
+
+
 def classify(exc: BaseException) -> tuple[str, str]:
     """``(kind, reason)`` of a failed judge call; the reason starts with a short label that
     :func:`reason_label` groups by (the exception type and HTTP status)."""
+    exc = _unwrapped(exc)
     if isinstance(exc, JudgeCallError):
         return exc.kind, str(exc)
     status = status_code_of(exc)

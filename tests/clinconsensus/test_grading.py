@@ -174,3 +174,14 @@ def test_failure_threshold():
     assert not tally.exceeds(0.01, planned=300)  # mid-run, against the judgments planned
     with pytest.raises(JudgeFailureError, match=r"^1 of 60 judge verdicts failed \(1\.7%, above the 1\.0% allowed by X\); main reasons: unparseable verdict x1\. .* resume here\. To accept"):
         tally.check(0.01, "resume here.", "X")
+
+
+def test_a_retry_libraries_give_up_error_is_classified_by_its_last_attempt():
+    class Attempt:
+        def exception(self):
+            return HTTPError(400, "too long")
+
+    class RetryError(Exception):
+        last_attempt = Attempt()
+
+    assert classify(RetryError()) == ("request", "HTTPError (HTTP 400): too long")
