@@ -170,3 +170,22 @@ def test_hub_rows_are_validated_with_row_numbers(tmp_path, monkeypatch):
     with pytest.raises(DataValidationError) as info:
         load_from_hub(str(repo))
     assert info.value.problems == [f"{repo / HF_DATA_FILE}:3: case_id 'SYN-0003': field 'rubrics': has 10 criteria, expected 30"]
+
+
+def test_white_space_only_required_text_fails_naming_file_line_case_and_field(tmp_path):
+    records = sample_records()[:3]
+    records[0]["clinical_context"] = " \n\t "
+    records[2]["difficulty"] = "\u3000"  # an ideographic space
+    path = write_jsonl(tmp_path / "blank.jsonl", records)
+    with pytest.raises(DataValidationError) as info:
+        load_cases(str(path))
+    assert info.value.problems == [
+        f"{path}:1: case_id 'SYN-0001': field 'clinical_context': empty",
+        f"{path}:3: case_id 'SYN-0003': field 'difficulty': empty",
+    ]
+
+
+def test_a_directory_as_data_is_named_as_such(tmp_path):
+    write_jsonl(tmp_path / "cases.jsonl", sample_records()[:1])
+    with pytest.raises(DataSourceError, match=rf"^ClinConsensus data {tmp_path} is a directory, not a data file: .*holds: cases.jsonl\)$"):
+        load_cases(str(tmp_path))
