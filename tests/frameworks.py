@@ -52,7 +52,7 @@ def run_inspect(log_dir: Path, judge: str = "judge-model", candidate: str = "can
 
 
 def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "judge-model", mode: str | None = None,
-               candidate: str = "cand-model"):
+               bootstrap_iters: int = 0, candidate: str = "cand-model"):
     from clinconsensus_tasks.lmeval_tasks import simple_evaluate
 
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = judge
@@ -63,8 +63,8 @@ def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "jud
         model_args={"model": candidate, "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
         apply_chat_template=True,
         log_samples=True,
-        bootstrap_iters=0,
+        bootstrap_iters=bootstrap_iters,  # > 0: lm-eval computes <metric>_stderr (closed form for its mean)
     )
     task = results["results"]["clinconsensus"]
-    metrics = {k.split(",")[0]: v for k, v in task.items() if k.endswith(",judge") and "_stderr" not in k}
+    metrics = {k.split(",")[0]: v for k, v in task.items() if k.endswith(",judge") and (bootstrap_iters or "_stderr" not in k)}
     return results, metrics

@@ -33,16 +33,15 @@ from typing import Any, Callable, Mapping, Sequence
 
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
-from clinconsensus_tasks.scorers.clinconsensus.answer_guard import suspect_reasons
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
-    ENV_FAILURE_THRESHOLD,
     DEFAULT_FAILURE_THRESHOLD,
+    ENV_FAILURE_THRESHOLD,
     CircuitBreaker,
-    FailureTally,
     parse_threshold,
-    reason_counts,
 )
-from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS, count_failures, count_met, failures_of, grade_answer
+from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
+from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally, grade_case
+from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens
 
 
@@ -186,9 +185,10 @@ class JudgeClient:
 
 async def judge_documents(
     answers: Sequence[str], docs: Sequence[dict], settings: JudgeSettings, mode: str, max_attempts: int = MAX_ATTEMPTS
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Grade every (answer, doc) pair concurrently with the judge; return per-document records and
-    call stats. A doc holds ``case_id``, ``question`` and ``rubrics`` (``criterion_id``, ``criterion``).
+) -> tuple[list[GradedCase], dict[str, int]]:
+    """Grade every (answer, doc) pair concurrently with the judge; return one :class:`GradedCase`
+    per document and the call stats. A doc holds ``case_id``, ``question``, ``rubrics``
+    (``criterion_id``, ``criterion``) and the case's labels.
 
     Used by lm-eval's judge filters and by ``clinconsensus-eval rescore``.
     """
@@ -199,27 +199,17 @@ async def judge_documents(
     try:
         progress = tqdm(total=len(docs), desc=f"Judging ({mode}, {settings.model})", file=sys.stderr)
 
-        async def one(answer: str, doc: dict) -> dict[str, Any]:
+        async def one(answer: str, doc: dict) -> GradedCase:
             rubrics = [(r["criterion_id"], r["criterion"]) for r in doc["rubrics"]]
             max_tokens = judge_max_tokens(mode, len(rubrics), settings.max_tokens)
 
             async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
                 return await client.complete(messages, fresh, max_tokens=max_tokens, before_send=breaker.check)
 
-            judgments = await grade_answer(doc["question"], answer, rubrics, complete, mode, max_attempts, breaker)
+            record = await grade_case(str(doc["case_id"]), doc["question"], answer, rubrics, complete, settings.model,
+                                      mode, max_attempts, slices_of(doc), breaker=breaker)
             progress.update(1)
-            return {
-                "case_id": doc["case_id"],
-                "met": count_met(judgments),
-                "judged": len(judgments),
-                "failures": count_failures(judgments),
-                "empty_answer": not answer.strip(),
-                "suspect_answer": suspect_reasons(answer),
-                "failure_reasons": dict(reason_counts(failures_of(judgments))),
-                "judge_model": settings.model,
-                "judge_mode": mode,
-                "judgments": [j.to_dict() for j in judgments],
-            }
+            return record
 
         jobs = [asyncio.ensure_future(one(a, d)) for a, d in zip(answers, docs)]
         try:
@@ -248,7 +238,7 @@ def resume_hint(settings: JudgeSettings) -> str:
             "reuse the model's answers too).")
 
 
-def enforce_failure_policy(records: Sequence[dict[str, Any]], settings: JudgeSettings) -> None:
-    """Raise :class:`JudgeFailureError` when the run's failed judgments exceed the threshold."""
-    tally = FailureTally.of_cases((r["judged"], r["failures"], r.get("failure_reasons")) for r in records)
-    tally.check(settings.failure_threshold, resume_hint(settings), ENV_FAILURE_THRESHOLD)
+def enforce_failure_policy(records: Sequence[GradedCase], settings: JudgeSettings) -> None:
+    """Raise ``JudgeFailureError`` when the run's failed judgments (both judges' in a dual run)
+    exceed the threshold."""
+    failure_tally(records).check(settings.failure_threshold, resume_hint(settings), ENV_FAILURE_THRESHOLD)

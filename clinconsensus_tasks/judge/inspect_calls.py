@@ -19,20 +19,19 @@ Here every judge call gets:
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Sequence
 
 from inspect_ai.model import GenerateConfig, Model, ModelOutput
 from inspect_ai.model._generate_config import active_generate_config
-from inspect_ai.scorer import SampleScore
 
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ENV_FAILURE_THRESHOLD,
     ERROR_REQUEST,
-    FailureTally,
     JudgeCallError,
     parse_threshold,
 )
+from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally
 
 JUDGE_CALL_DEFAULTS: dict[str, int] = {"max_retries": 5, "timeout": 600, "attempt_timeout": 180}
 """Per judge call: 5 retries (Inspect backs off from 3 s), at most 600 s in all, 180 s per attempt."""
@@ -85,8 +84,6 @@ def failure_threshold(value: float | str | None) -> float:
         raise ConfigurationError(str(exc)) from None
 
 
-def check_failures(scores: list[SampleScore], threshold: float) -> None:
+def check_failures(records: Sequence[GradedCase], threshold: float) -> None:
     """End the run (an error, so the log is not a success) when failed judgments exceed ``threshold``."""
-    cases = ((s.score.value["judged"], s.score.value["failures"], (s.score.metadata or {}).get("failure_reasons"))  # type: ignore[index]
-             for s in scores)
-    FailureTally.of_cases(cases).check(threshold, RESUME_HINT, THRESHOLD_SETTING)
+    failure_tally(records).check(threshold, RESUME_HINT, THRESHOLD_SETTING)

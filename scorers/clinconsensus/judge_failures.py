@@ -154,13 +154,6 @@ class FailureTally:
     failed: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
 
-    def add(self, kinds_and_errors: Iterable[tuple[str | None, str | None]], judged: int) -> None:
-        """Add one case: ``judged`` judgments, and ``(error_kind, error)`` of each failed one."""
-        counts = reason_counts(kinds_and_errors)
-        self.judged += judged
-        self.failed += sum(counts.values())
-        self.reasons.update(counts)
-
     @classmethod
     def of_cases(cls, cases: Iterable[tuple[int, int, Mapping[str, int] | None]]) -> "FailureTally":
         """The tally of finished cases given as ``(judged, failed, failure reasons)``."""
@@ -170,6 +163,11 @@ class FailureTally:
             tally.failed += int(failed)
             tally.reasons.update(reasons or {})
         return tally
+
+    def add_tally(self, other: "FailureTally") -> None:
+        self.judged += other.judged
+        self.failed += other.failed
+        self.reasons.update(other.reasons)
 
     def check(self, threshold: float, resume_hint: str, setting: str, planned: int = 0) -> None:
         """Raise :class:`JudgeFailureError` (see :meth:`message`) when :meth:`exceeds` holds."""

@@ -17,7 +17,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Sequence
 
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION, batched_messages, per_criterion_messages
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, batched_messages, check_judge_mode, per_criterion_messages
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ERROR_TRANSPORT,
     ERROR_UNPARSEABLE,
@@ -55,6 +55,15 @@ class CriterionJudgment:
         # copy showed up in the per-call CPU budget.
         return {"criterion_id": self.criterion_id, "met": self.met, "explanation": self.explanation,
                 "attempts": self.attempts, "error": self.error, "error_kind": self.error_kind}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CriterionJudgment":
+        """Inverse of :meth:`to_dict`; ``KeyError`` when ``criterion_id`` or ``met`` is missing."""
+        met = data["met"]
+        if met is not None and not isinstance(met, bool):
+            raise ValueError(f"criterion {data.get('criterion_id')!r}: 'met' must be true, false or null, got {met!r}")
+        return cls(str(data["criterion_id"]), met, str(data.get("explanation") or ""), int(data.get("attempts") or 0), data.get("error"),
+                   data.get("error_kind"))
 
 
 def count_met(judgments: Sequence[CriterionJudgment]) -> int:
@@ -173,8 +182,7 @@ async def grade_answer(
     again; with a ``breaker`` shared by the run, too many such calls in a row raise
     :class:`~judge_failures.JudgeUnavailableError` out of here.
     """
-    if mode not in JUDGE_MODES:
-        raise ValueError(f"unknown judge mode {mode!r}; choose one of {', '.join(JUDGE_MODES)}")
+    check_judge_mode(mode)
     if not (answer or "").strip():
         return [CriterionJudgment(cid, False, EMPTY_ANSWER, attempts=0) for cid, _ in rubrics]
     if mode == PER_CRITERION:
