@@ -69,7 +69,7 @@ filter_list:
 
 FOOTER = """\
 metadata:
-  version: 1.1
+  version: 1.2
 """
 
 
