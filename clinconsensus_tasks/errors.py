@@ -21,3 +21,4 @@ class DataValidationError(ClinConsensusError):
 
 class ConfigurationError(ClinConsensusError):
     """A setting the run needs is missing or wrong."""
+

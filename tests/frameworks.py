@@ -29,7 +29,8 @@ def expected_metrics(flaky: bool = False) -> dict[str, float]:
     return out
 
 
-def run_inspect(log_dir: Path, judge: str = "judge-model", candidate: str = "cand-model", **task_args):
+def run_inspect(log_dir: Path, judge: str = "judge-model", candidate: str = "cand-model", expect_success: bool = True,
+                max_retries: int = 3, **task_args):
     from inspect_ai import eval as inspect_eval
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
@@ -40,9 +41,11 @@ def run_inspect(log_dir: Path, judge: str = "judge-model", candidate: str = "can
         model_roles={"grader": f"openai-api/judge/{judge}"},
         log_dir=str(log_dir),
         display="none",
-        max_retries=3,
+        max_retries=max_retries,
     )
     log = logs[0]
+    if not expect_success:
+        return log, {}
     assert log.status == "success", log.error
     metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
     return log, metrics

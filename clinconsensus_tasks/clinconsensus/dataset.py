@@ -34,6 +34,7 @@ ENV_DATA = "CLINCONSENSUS_DATA"
 ENV_REVISION = "CLINCONSENSUS_DATA_REVISION"  # pins a hub revision (branch, tag or commit)
 
 _STRING_FIELDS = ("case_id", "difficulty", "task", "subject", "user_role", "clinical_context", "user_request")
+_REQUIRED_TEXT = ("case_id", "difficulty", "clinical_context", "user_request")  # blank or white space only: invalid
 _LIST_FIELDS = ("task_labels", "subject_labels")
 
 
@@ -126,7 +127,7 @@ def _validate(record: Any, where: str, n_criteria: int, problems: list[str]) -> 
             bad(name, "missing")
         elif not isinstance(record[name], str):
             bad(name, f"expected a string, got {type(record[name]).__name__}")
-    for name in ("case_id", "user_request"):
+    for name in _REQUIRED_TEXT:
         if isinstance(record.get(name), str) and not record[name].strip():
             bad(name, "empty")
     for name in _LIST_FIELDS:
@@ -306,6 +307,12 @@ def load_cases(data: str | None = None, n_criteria: int = DEFAULT_N_CRITERIA, re
     if choice == "hub":
         return load_from_hub(n_criteria=n_criteria, revision=revision)
     path = sample_path() if choice == "sample" else Path(os.path.expanduser(choice))
+    if path.is_dir():
+        inside = sorted(p.name for p in path.iterdir() if p.suffix.lower() in (".jsonl", ".json", ".parquet"))
+        raise DataSourceError(
+            f"ClinConsensus data {path} is a directory, not a data file: give the .jsonl or .parquet file itself"
+            + (f" (this directory holds: {', '.join(inside[:5])})" if inside else " (it holds no .jsonl or .parquet file)")
+        )
     if not path.is_file():
         raise DataSourceError(
             f"ClinConsensus data file not found: {path}. Give a .jsonl or .parquet file, "

@@ -26,18 +26,29 @@ from inspect_ai.model import (
     get_model,
     model_roles,
 )
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases
 from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
-from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
+from clinconsensus_tasks.judge.inspect_calls import (
+    RESUME_HINT,
+    THRESHOLD_SETTING,
+    check_failures,
+    failure_threshold,
+    judge_call_config,
+    judge_text,
+    single_client_attempt,
+)
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, FailureTally
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
-from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, grade_case
+from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
@@ -53,7 +64,7 @@ def inspect_usage(usage: Any) -> TokenUsage:
 
 GRADER_ROLE = "grader"
 # Bumped on any change of prompt, verdict parsing or scoring (see CHANGELOG.md).
-TASK_VERSION = 1  # lm-eval: metadata.version 1.0 in task_configs/clinconsensus
+TASK_VERSION = "1.2"  # the same as metadata.version of the lm-eval YAMLs (task_configs/clinconsensus): bumped on any change of prompt, parsing or scoring
 LOCAL_GRADER_ROLE = "local_grader"  # optional second judge, e.g. the distilled local judge
 
 
@@ -73,25 +84,44 @@ def headline_first(metrics: dict[str, float]) -> dict[str, float]:
     return {**{k: metrics[k] for k in first}, **{k: v for k, v in metrics.items() if k not in first}}
 
 
+def shown_alone(error: ClinConsensusError) -> ClinConsensusError:
+    """``error`` (same type, same message) made also Inspect's ``PrerequisiteError``, which
+    ``inspect eval`` prints alone rather than at the end of a long traceback."""
+    kind = type(error)
+    both = type(kind.__name__, (kind, PrerequisiteError), {"__module__": kind.__module__})
+    alone = both.__new__(both)
+    alone.__dict__.update(vars(error))
+    alone.args = error.args
+    text = str(error)
+    alone.message = text if text.startswith("ClinConsensus") else f"ClinConsensus: {text}"
+    return alone
+
+
 @metric(name="clinconsensus", scores="unreduced")
 def clinconsensus_metrics(
-    thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA, with_breakdowns: bool = True
+    thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA, with_breakdowns: bool = True,
+    judge_failure_threshold: float | None = None,
 ) -> Metric:
     """Rubric accuracy, Pass@k, CACS@k with their standard errors, judge failures and, optionally,
-    breakdowns; with a second judge, its metrics and the agreement of the two.
+    breakdowns; with a second judge, its metrics and the agreement of the two. An error instead
+    when failed judgments exceed the failure threshold (``judge_failures``); ``suspect_answers``
+    counts answers flagged by ``answer_guard``.
 
     The metric reads every (case, epoch) score, not a reduced one (``scores="unreduced"``): each
     epoch's :class:`GradedCase` is in its score metadata, a case's epochs are averaged before the
     cases (standard errors clustered by case), and failed judgments of every epoch add up."""
+    threshold = failure_threshold(judge_failure_threshold)
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         records = [GradedCase.from_dict(s.score.metadata or {}, f"sample {s.sample_id!r}") for s in scores]
+        check_failures(records, threshold)
         results = [r.result() for r in records]
         out = summarize(results, thresholds, n_criteria)
         out.pop("cases")
         out.update(headline_stderrs(results, thresholds, n_criteria))
         out["empty_answers"] = float(sum(r.answer_empty for r in records))
         out["truncated_answers"] = float(sum(r.answer_truncated for r in records))
+        out["suspect_answers"] = float(sum(1 for r in records if r.suspect))
         if with_breakdowns:
             out.update(flatten_breakdowns(breakdowns(results, thresholds, n_criteria)))
         paired = [p for p in (r.paired() for r in records) if p is not None]
@@ -173,8 +203,9 @@ def generate_with_judge_check(role: str = GRADER_ROLE, allow_self_grading: bool 
 
 async def _probe(judges: list[Model]) -> None:
     for judge in judges:
+        single_client_attempt(judge)
         try:
-            await judge.generate(to_chat(PROBE_MESSAGES), config=GenerateConfig(max_tokens=8), cache=False)
+            await judge.generate(to_chat(PROBE_MESSAGES), config=judge_call_config(judge, max_tokens=8), cache=False)
         except Exception as exc:
             raise ConfigurationError(f"The judge ({judge}) did not answer a test request: {type(exc).__name__}: {exc}") from exc
 
@@ -203,6 +234,8 @@ def rubric_scorer(
     judge_max_tokens: int | None = None,
     judge_prompt: str | None = None,
     judge_sees_thinking: bool = False,
+    judge_failure_threshold: float | None = None,
+    planned_judgments: int = 0,
 ) -> Scorer:
     """Grade each answer against its case's rubric with the judge model.
 
@@ -216,13 +249,18 @@ def rubric_scorer(
     judge_mode = settings.judge_mode(judge_mode)
     template = load_judge_prompt(judge_prompt, judge_mode)
     prompt_info = prompt_record(template, judge_mode)
-    config = GenerateConfig(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
+    decoding = dict(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
+    threshold = failure_threshold(judge_failure_threshold)
+    breaker, tally = CircuitBreaker(resume_hint=RESUME_HINT), FailureTally()
 
     def completer(model: Model, spent: list[TokenUsage]):
+        single_client_attempt(model)
+
         async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
+            config = judge_call_config(model, **decoding)
             output = await model.generate(to_chat(messages), config=config, cache=judge_cache and not fresh)
             spent.append(inspect_usage(output.usage))
-            return output.completion
+            return judge_text(output)
 
         return complete
 
@@ -240,16 +278,21 @@ def rubric_scorer(
         async def grade(model: Model) -> GradedCase:
             spent: list[TokenUsage] = []
             graded = await grade_case(str(state.sample_id), state.input_text, answer, rubrics, completer(model, spent), str(model),
-                                      judge_mode, max_attempts, slices, state.epoch, template, prompt_info)
+                                      judge_mode, max_attempts, slices, state.epoch, template, prompt_info, breaker)
             return replace(graded, judge_usage=total(spent).to_dict())
 
         record, *second = await asyncio.gather(*([grade(grader)] + ([grade(local)] if local is not None else [])))
         if second:
             record = record.with_local(second[0])
         record = replace(record, answer_truncated=truncated, thinking_removed=seen.thinking_removed or (reasoned and not judge_sees_thinking))
+        # Failure policy: the sample that takes the run past the threshold of the planned judgments stops it.
+        tally.add_tally(failure_tally([record]))
+        tally.check(threshold, RESUME_HINT, THRESHOLD_SETTING, planned_judgments)
         note = f"{record.met}/{record.judged} criteria met" + (f", {record.failures} failed judgment(s)" if record.failures else "")
         if record.answer_empty:
             note = "empty answer: no criterion met (not sent to the judge)"
+        if record.suspect:
+            note += f"; suspect answer ({', '.join(record.suspect)})"
         local_result = record.local_result()
         if local_result is not None:
             note += f"; local judge: {local_result.met}/{local_result.judged} met"
@@ -279,6 +322,7 @@ def clinconsensus(
     answer_max_tokens: int = ANSWER_MAX_TOKENS,
     judge_sees_thinking: bool = False,
     revision: str | None = None,
+    judge_failure_threshold: float | None = None,
 ) -> Task:
     """ClinConsensus: open-ended Chinese clinical cases graded against 30 rubric criteria each.
 
@@ -308,16 +352,22 @@ def clinconsensus(
             the judge grades the reply as the user saw it).
         revision: the hub revision (branch, tag or commit) of ``data=hub``; default
             ``$CLINCONSENSUS_DATA_REVISION``, else the default branch.
+        judge_failure_threshold: the share of failed judgments that ends the run with an error
+            (default ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD`` or 0.01; 0 = never stop).
     """
-    ks = settings.thresholds(thresholds, n_criteria)
-    judge_mode = settings.judge_mode(judge_mode)
-    loaded = load_cases(data, n_criteria, revision)
+    try:
+        ks = settings.thresholds(thresholds, n_criteria)
+        judge_mode = settings.judge_mode(judge_mode)
+        failure_threshold(judge_failure_threshold)
+        loaded = load_cases(data, n_criteria, revision)
+    except ClinConsensusError as exc:
+        raise shown_alone(exc) from exc
     return Task(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check),
         scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading,
-                             judge_max_tokens, judge_prompt, judge_sees_thinking),
-        metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
+                             judge_max_tokens, judge_prompt, judge_sees_thinking, judge_failure_threshold, len(loaded.cases) * n_criteria),
+        metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns, judge_failure_threshold)],
         config=GenerateConfig(max_tokens=answer_max_tokens),
         metadata={**data_provenance(loaded), "judge_mode": judge_mode, **prompt_record(load_judge_prompt(judge_prompt, judge_mode), judge_mode)},
         version=TASK_VERSION,

@@ -29,11 +29,12 @@ from typing import Any, Callable, Sequence
 
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
-from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
+from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_policy, judge_documents
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
 from clinconsensus_tasks.clinconsensus.lmeval_usage import TOKEN_METRICS, usage_values
 from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
+from clinconsensus_tasks.judge.cache import check_cache_file
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.lmeval_tasks import quiet_custom_dataset_hint
 from clinconsensus_tasks.scorers.agreement import Confusion
@@ -102,6 +103,10 @@ def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
     n = settings.n_criteria_from_env()
     extra = extra_thresholds(thresholds, n)
     loaded = load_cases(os.environ.get(ENV_DATA, "hub"), n)
+    if judge.use_cache:
+        warning = check_cache_file(judge.cache_dir)
+        if warning:
+            print(f"[clinconsensus] WARNING: {warning}", file=sys.stderr)
     if os.environ.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
         check_judge(judge)
     print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}; judge prompt: "
@@ -158,13 +163,14 @@ def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> l
         )
 
     (records, stats), (local_records, local_stats) = _run(both)
+    records = [r.with_local(local) for r, local in zip(records, local_records)]
+    enforce_failure_policy(records, reference_settings)  # both judges' failures, as in Inspect
     for name, st in ((reference_settings.model, stats), (local_settings.model, local_stats)):
         print(f"[clinconsensus] judge {name}: {st['calls']} calls, {st['cache_hits']} cache hits", file=sys.stderr)
     prompt = prompt_record(template, mode)
     provenance = {"provenance": judge_provenance(reference_settings.model, reference_settings.base_url, mode, prompt),
                   "local_provenance": judge_provenance(local_settings.model, local_settings.base_url, mode, prompt)}
-    return [json.dumps({**_noted(r.with_local(local), v).to_dict(), **provenance}, ensure_ascii=False)
-            for r, local, v in zip(records, local_records, seen)]
+    return [json.dumps({**_noted(r, v).to_dict(), **provenance}, ensure_ascii=False) for r, v in zip(records, seen)]
 
 
 def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[str]:
@@ -184,11 +190,13 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
     records, stats = _run(lambda: judge_documents(answers, docs, judge, mode, template=template))
     failures = sum(r.failures for r in records)
     empty = sum(r.answer_empty for r in records)
+    suspect = sum(1 for r in records if r.suspect)
     print(
         f"[clinconsensus] judge {judge.model}: {stats['calls']} calls, {stats['cache_hits']} cache hits, "
-        f"{failures} failed judgment(s), {empty} empty answer(s) not sent to the judge",
+        f"{failures} failed judgment(s), {empty} empty answer(s) not sent to the judge, {suspect} suspect answer(s)",
         file=sys.stderr,
     )
+    enforce_failure_policy(records, judge)
     provenance = judge_provenance(judge.model, judge.base_url, mode, prompt_record(template, mode))
     return [json.dumps({**_noted(r, v).to_dict(), "provenance": provenance}, ensure_ascii=False) for r, v in zip(records, seen)]
 
@@ -229,7 +237,7 @@ def metric_list(dual: bool = False) -> list[LmEvalMetric]:
     """Every metric the task reports, in the order of the results table (the YAMLs are generated
     from this list)."""
     out = [LmEvalMetric(name, "mean") for name in HEADLINE]
-    out += [LmEvalMetric(name, "total", False) for name in ("judge_failures", "empty_answers", "truncated_answers")]
+    out += [LmEvalMetric(name, "total", False) for name in ("judge_failures", "empty_answers", "truncated_answers", "suspect_answers")]
     out += [LmEvalMetric(audience_metric(name, who), "slice_mean") for who in AUDIENCES for name in SLICED]
     out += [LmEvalMetric(name, "total", False) for name in TOKEN_METRICS]  # what the judge(s) spent
     if dual:
@@ -251,6 +259,7 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
     out["empty_answers"] = int(record.answer_empty)
     out["truncated_answers"] = int(record.answer_truncated)
     out.update(usage_values(record))
+    out["suspect_answers"] = int(bool(record.suspect))
     for who in AUDIENCES:
         for name in SLICED:
             out[audience_metric(name, who)] = terms[name] if doc.get("audience") == who else None

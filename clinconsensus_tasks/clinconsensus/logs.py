@@ -73,6 +73,10 @@ class LoggedCase:
         return self.graded.local_judge_usage
 
     @property
+    def suspect(self) -> tuple[str, ...]:
+        return self.graded.suspect
+
+    @property
     def local_result(self) -> CaseResult | None:
         return self.graded.local_result()
 

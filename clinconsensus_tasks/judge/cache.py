@@ -1,8 +1,9 @@
 """A persistent on-disk cache of judge responses (used by the lm-eval path and the CLI).
 
 lm-eval's ``--use_cache`` caches the model's answers only, not calls a filter makes, so judge
-verdicts get their own cache. Entries are keyed by a hash of the judge model name, the exact
-messages and the decoding settings, and live in one SQLite file (write-ahead log: readers and a
+verdicts get their own cache. Entries are keyed by a hash of the judge's base URL and model name,
+the exact messages and the decoding settings (another server with the same model name is another
+judge), and live in one SQLite file (write-ahead log: readers and a
 writer do not block each other, and a crash loses at most the entry being written).
 """
 
@@ -13,6 +14,8 @@ import json
 import os
 import sqlite3
 import threading
+import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +30,41 @@ def default_cache_dir() -> Path:
     return Path(base) / "clinconsensus_tasks"
 
 
-def cache_key(model: str, messages: list[dict[str, str]], decoding: dict[str, Any]) -> str:
-    payload = json.dumps({"model": model, "messages": messages, "decoding": decoding}, ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+CACHE_FILE = "judge_cache.sqlite3"
+
+
+def cache_file(directory: str | Path | None = None) -> Path:
+    """Where the verdict cache lives: ``<dir>/judge_cache.sqlite3``."""
+    return (Path(directory) if directory else default_cache_dir()) / CACHE_FILE
+
+
+def cache_key(base_url: str, model: str, messages: list[dict[str, str]], decoding: dict[str, Any]) -> str:
+    payload = {"base_url": base_url.rstrip("/"), "model": model, "messages": messages, "decoding": decoding}
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def check_cache_file(directory: str | Path | None = None) -> str | None:
+    """Make sure the verdict cache opens; a corrupt file is moved aside (with its ``-wal``/``-shm``).
+
+    Returns a warning naming both paths when it moved the file, else ``None``. Run when a task
+    loads, so a damaged cache cannot crash the run after every answer has been generated.
+    """
+    path = cache_file(directory)
+    if not path.exists():
+        return None
+    try:
+        with closing(sqlite3.connect(path)) as db:
+            db.execute("PRAGMA quick_check").fetchall()
+            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return None
+    except sqlite3.DatabaseError as exc:
+        aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}")
+        for suffix in ("", "-wal", "-shm"):
+            part = Path(f"{path}{suffix}")
+            if part.exists():
+                part.rename(Path(f"{aside}{suffix}"))
+        return (f"the verdict cache {path} could not be read ({exc}); moved it to {aside} and starting an "
+                "empty cache (CLINCONSENSUS_JUDGE_CACHE=0 runs without a cache)")
 
 
 class JudgeCache:
@@ -38,7 +73,7 @@ class JudgeCache:
     def __init__(self, directory: str | Path | None = None):
         self.directory = Path(directory) if directory else default_cache_dir()
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.path = self.directory / "judge_cache.sqlite3"
+        self.path = self.directory / CACHE_FILE
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")

@@ -17,7 +17,9 @@ Settings (environment variables):
   (default 512 per criterion; batched mode allows 96 per criterion),
 * ``CLINCONSENSUS_JUDGE_EXTRA_BODY``: a JSON object merged into every request, e.g.
   ``{"chat_template_kwargs": {"enable_thinking": false}}`` for a Qwen3-based judge on vLLM,
-* ``CLINCONSENSUS_CACHE_DIR`` (see ``judge_cache``); ``CLINCONSENSUS_JUDGE_CACHE=0`` disables it.
+* ``CLINCONSENSUS_CACHE_DIR`` (see ``judge_cache``); ``CLINCONSENSUS_JUDGE_CACHE=0`` disables it,
+* ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD`` (default 0.01; 0 = never stop): the share of failed
+  judgments that ends the run with an error (``scorers.clinconsensus.judge_failures``).
 """
 
 from __future__ import annotations
@@ -27,14 +29,20 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
 from clinconsensus_tasks.judge.official_template import prompt_record
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
+    DEFAULT_FAILURE_THRESHOLD,
+    ENV_FAILURE_THRESHOLD,
+    CircuitBreaker,
+    parse_threshold,
+)
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
-from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, grade_case
+from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens
 from clinconsensus_tasks.scorers.usage import TokenUsage, total
@@ -52,6 +60,7 @@ class JudgeSettings:
     use_cache: bool = True
     cache_dir: str | None = None
     extra_body: Mapping[str, Any] = field(default_factory=dict)
+    failure_threshold: float = DEFAULT_FAILURE_THRESHOLD
 
     @classmethod
     def from_env(cls, prefix: str = "CLINCONSENSUS_JUDGE_", env: Mapping[str, str] | None = None) -> "JudgeSettings":
@@ -78,6 +87,10 @@ class JudgeSettings:
                 raise ConfigurationError(f"{prefix}{name} must be positive, got {raw!r}")
             return value
 
+        try:
+            failure_threshold = parse_threshold(env.get(ENV_FAILURE_THRESHOLD))
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
         raw_extra = env.get(f"{prefix}EXTRA_BODY") or "{}"
         try:
             extra_body = json.loads(raw_extra)
@@ -97,6 +110,7 @@ class JudgeSettings:
             use_cache=env.get("CLINCONSENSUS_JUDGE_CACHE", "1") not in ("0", "false", "no"),
             cache_dir=env.get("CLINCONSENSUS_CACHE_DIR") or None,
             extra_body=extra_body,
+            failure_threshold=failure_threshold,
         )
 
 
@@ -136,12 +150,16 @@ class JudgeClient:
         return {"temperature": 0.0, "max_tokens": max_tokens, **dict(self.settings.extra_body)}
 
     async def complete(
-        self, messages: list[dict[str, str]], fresh: bool = False, max_tokens: int | None = None, usage: list[TokenUsage] | None = None
+        self, messages: list[dict[str, str]], fresh: bool = False, max_tokens: int | None = None,
+        usage: list[TokenUsage] | None = None, before_send: Callable[[], None] | None = None,
     ) -> str:
         """Greedy completion of ``messages``; served from the cache unless ``fresh``. The tokens the
-        API reports for a call sent are added to the stats and appended to ``usage`` if given."""
+        API reports for a call sent are added to the stats and appended to ``usage`` if given.
+        ``before_send`` runs once a connection slot is free, just before the request goes out (a
+        circuit breaker's check: calls queued behind the concurrency limit are not sent once the
+        judge is down)."""
         decoding = self.decoding(max_tokens or self.settings.max_tokens)
-        key = cache_key(self.settings.model, messages, decoding)
+        key = cache_key(self.settings.base_url, self.settings.model, messages, decoding)
         if self.cache is not None and not fresh:
             hit = self.cache.get(key)
             if hit is not None:
@@ -149,6 +167,8 @@ class JudgeClient:
                 return hit
         extra = {k: v for k, v in decoding.items() if k not in ("temperature", "max_tokens")}
         async with self._semaphore:
+            if before_send is not None:
+                before_send()
             self.stats.calls += 1
             self.stats.input_chars += sum(len(m["content"]) for m in messages)
             try:
@@ -195,6 +215,7 @@ async def judge_documents(
 
     client = JudgeClient(settings)
     prompt_info = prompt_record(template, mode)
+    breaker = CircuitBreaker(resume_hint=resume_hint(settings))
     try:
         progress = tqdm(total=len(docs), desc=f"Judging ({mode}, {settings.model})", file=sys.stderr)
 
@@ -204,14 +225,20 @@ async def judge_documents(
             spent: list[TokenUsage] = []
 
             async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
-                return await client.complete(messages, fresh, max_tokens=max_tokens, usage=spent)
+                return await client.complete(messages, fresh, max_tokens=max_tokens, usage=spent, before_send=breaker.check)
 
             record = await grade_case(str(doc["case_id"]), doc["question"], answer, rubrics, complete, settings.model,
-                                      mode, max_attempts, slices_of(doc), template=template, judge_prompt=prompt_info)
+                                      mode, max_attempts, slices_of(doc), template=template, judge_prompt=prompt_info, breaker=breaker)
             progress.update(1)
             return replace(record, judge_usage=total(spent).to_dict())  # tokens of the calls sent (cache hits: none)
 
-        records = await asyncio.gather(*(one(a, d) for a, d in zip(answers, docs)))
+        jobs = [asyncio.ensure_future(one(a, d)) for a, d in zip(answers, docs)]
+        try:
+            records = await asyncio.gather(*jobs)
+        except BaseException:  # e.g. the judge is down: send nothing more
+            for job in jobs:
+                job.cancel()
+            raise
         progress.close()
     finally:
         await client.aclose()
@@ -219,3 +246,20 @@ async def judge_documents(
             client.cache.close()
     stats = vars(client.stats).copy()
     return list(records), stats
+
+
+def resume_hint(settings: JudgeSettings) -> str:
+    """How to finish an lm-eval run stopped by the failure policy without paying twice."""
+    if not settings.use_cache:
+        return "The verdict cache is off (CLINCONSENSUS_JUDGE_CACHE=0): a re-run asks the judge for every verdict again."
+    from clinconsensus_tasks.judge.cache import cache_file
+
+    return (f"Every verdict obtained is in the verdict cache ({cache_file(settings.cache_dir)}): once the judge works, "
+            "re-run the same command and only the missing verdicts are asked for (add lm-eval's --use_cache DIR to "
+            "reuse the model's answers too).")
+
+
+def enforce_failure_policy(records: Sequence[GradedCase], settings: JudgeSettings) -> None:
+    """Raise ``JudgeFailureError`` when the run's failed judgments (both judges' in a dual run)
+    exceed the threshold."""
+    failure_tally(records).check(settings.failure_threshold, resume_hint(settings), ENV_FAILURE_THRESHOLD)

@@ -554,12 +554,20 @@ class Section:
 
 def clin_section(runs: Sequence[ClinRun], resamples: int, seed: int, prices: Mapping[str, Prices] | None = None) -> Section:
     section = Section("ClinConsensus")
-    header = ["model", "cases", *[f"{m} [95% CI]" for m in HEADLINE], "judge failures", "judge"]
+    header = ["model", "cases", *[f"{m} [95% CI]" for m in HEADLINE], "judge failures", "suspect answers", "judge"]
     rows = []
     for run in runs:
         s, ci = run.summary(), bootstrap_intervals(run.results, run.n_criteria, resamples, seed)
+        failures, suspect = int(s["judge_failures"]), sum(1 for r in run.records if r.suspect)
         rows.append([run.name, str(int(s["cases"])), *[f"{_f(s[m])} {_ci(ci[m])}" for m in HEADLINE],
-                     str(int(s["judge_failures"])), ", ".join(run.meta.get("judges") or [r for r in {x.judge for x in run.records} if r])])
+                     f"{failures} ⚠" if failures else "0", str(suspect),
+                     ", ".join(run.meta.get("judges") or [r for r in {x.judge for x in run.records} if r])])
+        if failures:
+            section.notes.append(f"⚠ {run.name}: {failures} failed judgment(s) counted as not met, so its scores are lower "
+                                 "bounds; finish the judging (README: judge failure policy) before comparing it.")
+        if suspect:
+            section.notes.append(f"⚠ {run.name}: {suspect} answer(s) hold verdict-like JSON or judge prompt section markers "
+                                 "(suspect_answer in the log); the judge's own final verdict was used.")
     section.tables.append(Table("Leaderboard (bootstrap: resampled cases)", header, rows))
     section.notes.append(f"Intervals: percentile bootstrap over cases, {resamples} resamples, numpy Generator seed {seed}.")
     section.charts.append(line_chart({r.name: r.curve() for r in runs}, list(CURVE_KS)[: min(r.n_criteria for r in runs)],

@@ -15,8 +15,10 @@ from typing import Any, Mapping, Sequence
 
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, case_terms
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, pair_verdicts
+from clinconsensus_tasks.scorers.clinconsensus.answer_guard import suspect_reasons
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, FailureTally, reason_counts
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
-from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment, grade_answer
+from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment, failures_of, grade_answer
 
 RECORD_VERSION = 1
 PROMPT_FIELDS = ("judge_prompt", "judge_prompt_sha256", "judge_prompt_source")
@@ -55,6 +57,7 @@ class GradedCase:
     # empty when not recorded; responses served from a cache cost none).
     judge_usage: Mapping[str, int] = field(default_factory=dict)
     local_judge_usage: Mapping[str, int] = field(default_factory=dict)
+    suspect: tuple[str, ...] = ()  # why the answer looks like it tries to steer the judge (answer_guard)
 
     # -- counts and metric inputs -------------------------------------------------------------
 
@@ -69,6 +72,10 @@ class GradedCase:
     @property
     def failures(self) -> int:
         return _count_failures(self.judgments)
+
+    def failure_reasons(self) -> dict[str, int]:
+        """How many failed judgments of each reason, both judges together (``judge_failures``)."""
+        return dict(reason_counts(failures_of([*self.judgments, *self.local_judgments])))
 
     @property
     def dual(self) -> bool:
@@ -117,6 +124,7 @@ class GradedCase:
             "truncated": self.answer_truncated,
             "thinking_removed": self.thinking_removed,
             **dict(self.judge_prompt),
+            "suspect_answer": list(self.suspect),
             "slices": {dim: list(labels) for dim, labels in self.slices.items()},
             "judgments": [j.to_dict() for j in self.judgments],
         }
@@ -164,7 +172,15 @@ class GradedCase:
             judge_prompt={k: str(data[k]) for k in PROMPT_FIELDS if k in data},
             judge_usage={str(k): int(v) for k, v in (data.get("judge_usage") or {}).items()},
             local_judge_usage={str(k): int(v) for k, v in (data.get("local_judge_usage") or {}).items()},
+            suspect=tuple(str(x) for x in data.get("suspect_answer") or ()),
         )
+
+
+def failure_tally(records: Sequence[GradedCase]) -> FailureTally:
+    """Judgments made and failed in ``records``, both judges' in dual-judge runs (the failure policy's input)."""
+    return FailureTally.of_cases(
+        (r.judged + len(r.local_judgments), r.failures + _count_failures(r.local_judgments), r.failure_reasons()) for r in records
+    )
 
 
 async def grade_case(
@@ -180,10 +196,12 @@ async def grade_case(
     epoch: int = 1,
     template: JudgeTemplate | None = None,
     judge_prompt: Mapping[str, str] | None = None,
+    breaker: CircuitBreaker | None = None,
 ) -> GradedCase:
-    """Grade one answer with one judge (:func:`rubric_grading.grade_answer`) into its record.
-    ``template`` is the per-criterion judge template (``None``: the project's prompt) and
-    ``judge_prompt`` what the record says about it (name, sha256, source)."""
-    judgments = await grade_answer(question, answer, rubrics, complete, mode, max_attempts, template)
+    """Grade one answer with one judge (:func:`rubric_grading.grade_answer`) into its record,
+    flagging an answer that holds verdict-like JSON or judge prompt markers. ``template`` is the
+    per-criterion judge template (``None``: the project's prompt) and ``judge_prompt`` what the
+    record says about it (name, sha256, source)."""
+    judgments = await grade_answer(question, answer, rubrics, complete, mode, max_attempts, template, breaker)
     return GradedCase(case_id, judge, mode, tuple(judgments), not (answer or "").strip(), dict(slices or {}), epoch,
-                      judge_prompt=dict(judge_prompt or {}))
+                      judge_prompt=dict(judge_prompt or {}), suspect=tuple(suspect_reasons(answer)))

@@ -6,7 +6,9 @@ when re-asking after an unparseable verdict, so a cached bad answer is never ser
 Inspect adapter passes the bound ``grader`` model; the lm-eval adapter passes the OpenAI-compatible
 client with its on-disk cache. Transport retries (429, 5xx, timeouts) are the client's business;
 an exception that still escapes it ends that criterion's judgment as a failure, recorded with its
-message, and never disturbs the verdicts already obtained for other criteria.
+kind and reason (``judge_failures.classify``: a refused request is not asked again), and never
+disturbs the verdicts already obtained for other criteria. An optional shared
+:class:`~judge_failures.CircuitBreaker` stops the whole run when the judge fails call after call.
 """
 
 from __future__ import annotations
@@ -17,6 +19,13 @@ from typing import Awaitable, Callable, Sequence
 
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, batched_messages, check_judge_mode, per_criterion_messages
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
+    ERROR_TRANSPORT,
+    ERROR_UNPARSEABLE,
+    CircuitBreaker,
+    JudgeUnavailableError,
+    classify,
+)
 from clinconsensus_tasks.scorers.clinconsensus.verdicts import parse_batched_verdicts, parse_verdict
 
 Messages = list[dict[str, str]]
@@ -36,6 +45,7 @@ class CriterionJudgment:
     explanation: str = ""
     attempts: int = 0
     error: str | None = None
+    error_kind: str | None = None  # judge_failures.ERROR_*: request, transport, unparseable, ...
 
     @property
     def failed(self) -> bool:
@@ -45,7 +55,7 @@ class CriterionJudgment:
         # Hand-written rather than dataclasses.asdict: called 30 times per case, asdict's deep
         # copy showed up in the per-call CPU budget.
         return {"criterion_id": self.criterion_id, "met": self.met, "explanation": self.explanation,
-                "attempts": self.attempts, "error": self.error}
+                "attempts": self.attempts, "error": self.error, "error_kind": self.error_kind}
 
     @classmethod
     def from_dict(cls, data: dict) -> "CriterionJudgment":
@@ -53,7 +63,8 @@ class CriterionJudgment:
         met = data["met"]
         if met is not None and not isinstance(met, bool):
             raise ValueError(f"criterion {data.get('criterion_id')!r}: 'met' must be true, false or null, got {met!r}")
-        return cls(str(data["criterion_id"]), met, str(data.get("explanation") or ""), int(data.get("attempts") or 0), data.get("error"))
+        return cls(str(data["criterion_id"]), met, str(data.get("explanation") or ""), int(data.get("attempts") or 0), data.get("error"),
+                   data.get("error_kind"))
 
 
 def count_met(judgments: Sequence[CriterionJudgment]) -> int:
@@ -65,22 +76,52 @@ def count_failures(judgments: Sequence[CriterionJudgment]) -> int:
     return sum(1 for j in judgments if j.failed)
 
 
+def failures_of(judgments: Sequence[CriterionJudgment]) -> list[tuple[str | None, str | None]]:
+    """``(error_kind, error)`` of each failed judgment, for ``judge_failures`` tallies."""
+    return [(j.error_kind, j.error) for j in judgments if j.failed]
+
+
+class _CallFailed(Exception):
+    def __init__(self, kind: str, reason: str):
+        super().__init__(reason)
+        self.kind, self.reason = kind, reason
+
+
+async def _ask(complete: Complete, messages: Messages, fresh: bool, breaker: CircuitBreaker | None) -> str:
+    """One judge call through the breaker; a failed call raises :class:`_CallFailed` with its kind."""
+    if breaker is not None:
+        breaker.check()
+    try:
+        text = await complete(messages, fresh)
+    except JudgeUnavailableError:
+        raise
+    except Exception as exc:  # the client already retried transient errors
+        kind, reason = classify(exc)
+        if breaker is not None and kind == ERROR_TRANSPORT:  # a refused request says nothing of the judge's health
+            breaker.failure(kind, reason)
+        raise _CallFailed(kind, reason) from exc
+    if breaker is not None:
+        breaker.success()
+    return text
+
+
 async def _judge_one(
     question: str, answer: str, criterion_id: str, criterion: str, complete: Complete, max_attempts: int,
     template: JudgeTemplate | None = None,
+    breaker: CircuitBreaker | None = None,
 ) -> CriterionJudgment:
     messages = template.messages(question, answer, criterion) if template else per_criterion_messages(question, answer, criterion)
     problem = "no attempt made"
     for attempt in range(max_attempts):
         try:
-            text = await complete(messages, attempt > 0)
-        except Exception as exc:  # the client already retried transient errors
-            return CriterionJudgment(criterion_id, None, attempts=attempt + 1, error=f"{type(exc).__name__}: {exc}")
-        verdict = parse_verdict(text)
+            text = await _ask(complete, messages, attempt > 0, breaker)
+        except _CallFailed as failed:  # not asked again: the client has retried what can be retried
+            return CriterionJudgment(criterion_id, None, attempts=attempt + 1, error=failed.reason, error_kind=failed.kind)
+        verdict = parse_verdict(text, answer)
         if verdict is not None:
             return CriterionJudgment(criterion_id, verdict.met, verdict.explanation, attempt + 1)
         problem = f"unparseable verdict: {(text or '')[:_RAW_KEEP]!r}"
-    return CriterionJudgment(criterion_id, None, attempts=max_attempts, error=problem)
+    return CriterionJudgment(criterion_id, None, attempts=max_attempts, error=problem, error_kind=ERROR_UNPARSEABLE)
 
 
 async def _judge_batched(
@@ -89,22 +130,23 @@ async def _judge_batched(
     rubrics: Sequence[tuple[str, str]],
     complete: Complete,
     max_attempts: int,
+    breaker: CircuitBreaker | None = None,
 ) -> list[CriterionJudgment]:
     # The judge sees short numeric ids ("1".."30"): fewer output tokens, fewer copying mistakes.
     short_ids = [str(i + 1) for i in range(len(rubrics))]
     results: dict[str, CriterionJudgment] = {}
     pending = list(range(len(rubrics)))
-    problem = "no attempt made"
+    problem, kind = "no attempt made", ERROR_UNPARSEABLE
     attempts = 0
     while pending and attempts < max_attempts:
         attempts += 1
         asked = [(short_ids[i], rubrics[i][1]) for i in pending]
         try:
-            text = await complete(batched_messages(question, answer, asked), attempts > 1)
-        except Exception as exc:
-            problem = f"{type(exc).__name__}: {exc}"
+            text = await _ask(complete, batched_messages(question, answer, asked), attempts > 1, breaker)
+        except _CallFailed as failed:
+            problem, kind = failed.reason, failed.kind
             break
-        verdicts = parse_batched_verdicts(text, [sid for sid, _ in asked])
+        verdicts = parse_batched_verdicts(text, [sid for sid, _ in asked], answer)
         still = []
         for i in pending:
             verdict = verdicts.get(short_ids[i])
@@ -116,7 +158,7 @@ async def _judge_batched(
             problem = f"no usable verdict for these criteria in: {(text or '')[:_RAW_KEEP]!r}"
         pending = still
     for i in pending:
-        results[rubrics[i][0]] = CriterionJudgment(rubrics[i][0], None, attempts=attempts, error=problem)
+        results[rubrics[i][0]] = CriterionJudgment(rubrics[i][0], None, attempts=attempts, error=problem, error_kind=kind)
     return [results[cid] for cid, _ in rubrics]
 
 
@@ -128,6 +170,7 @@ async def grade_answer(
     mode: str = PER_CRITERION,
     max_attempts: int = MAX_ATTEMPTS,
     template: JudgeTemplate | None = None,
+    breaker: CircuitBreaker | None = None,
 ) -> list[CriterionJudgment]:
     """Judge ``answer`` against every ``(criterion_id, criterion)`` in ``rubrics``.
 
@@ -141,7 +184,9 @@ async def grade_answer(
     Returns one :class:`CriterionJudgment` per criterion, in rubric order. In ``per_criterion``
     mode the criteria are judged concurrently (the client bounds the real concurrency); each
     unparseable verdict is asked again, ``max_attempts`` attempts in all. In ``batched`` mode the
-    re-ask covers only the criteria still missing a verdict.
+    re-ask covers only the criteria still missing a verdict. A call that raises is not asked
+    again; with a ``breaker`` shared by the run, too many such calls in a row raise
+    :class:`~judge_failures.JudgeUnavailableError` out of here.
     """
     check_judge_mode(mode)
     if not (answer or "").strip():
@@ -149,7 +194,7 @@ async def grade_answer(
     if mode == PER_CRITERION:
         return list(
             await asyncio.gather(
-                *(_judge_one(question, answer, cid, text, complete, max_attempts, template) for cid, text in rubrics)
+                *(_judge_one(question, answer, cid, text, complete, max_attempts, template, breaker) for cid, text in rubrics)
             )
         )
-    return await _judge_batched(question, answer, rubrics, complete, max_attempts)
+    return await _judge_batched(question, answer, rubrics, complete, max_attempts, breaker)

@@ -26,7 +26,7 @@ SINGLE = """\
 #   CLINCONSENSUS_DATA=hub|sample|PATH, CLINCONSENSUS_JUDGE_BASE_URL, CLINCONSENSUS_JUDGE_MODEL,
 #   CLINCONSENSUS_JUDGE_API_KEY, CLINCONSENSUS_JUDGE_CONCURRENCY, CLINCONSENSUS_JUDGE_MODE,
 #   CLINCONSENSUS_CACHE_DIR (see the README).
-# Metric values are fractions; judge_failures and empty_answers are counts. Rubric accuracy,
+# Metric values are fractions; judge_failures, empty_answers and suspect_answers are counts. Rubric accuracy,
 # Pass@k and CACS@k are means of per-case values, so lm-eval reports their standard errors.
 # Other thresholds: --metadata '{{"thresholds": [5, 8]}}'. Breakdowns by subject, task label and
 # difficulty: `clinconsensus-eval summarize <samples file>`.
@@ -69,7 +69,7 @@ filter_list:
 
 FOOTER = """\
 metadata:
-  version: 1.1
+  version: 1.2
 """
 
 

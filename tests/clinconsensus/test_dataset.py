@@ -247,3 +247,22 @@ def test_validate_release_reports_every_departure(tmp_path, capsys):
     assert "contact-like strings present: email_like, phone_like, id_card_like" in capsys.readouterr().err
     # Plain validate stays lenient about the release's promises (a user's own case file).
     assert main(["validate", str(write_jsonl(tmp_path / "own.jsonl", sample_records()[:2]))]) == 0
+
+
+def test_white_space_only_required_text_fails_naming_file_line_case_and_field(tmp_path):
+    records = sample_records()[:3]
+    records[0]["clinical_context"] = " \n\t "
+    records[2]["difficulty"] = "\u3000"  # an ideographic space
+    path = write_jsonl(tmp_path / "blank.jsonl", records)
+    with pytest.raises(DataValidationError) as info:
+        load_cases(str(path))
+    assert info.value.problems == [
+        f"{path}:1: case_id 'SYN-0001': field 'clinical_context': empty",
+        f"{path}:3: case_id 'SYN-0003': field 'difficulty': empty",
+    ]
+
+
+def test_a_directory_as_data_is_named_as_such(tmp_path):
+    write_jsonl(tmp_path / "cases.jsonl", sample_records()[:1])
+    with pytest.raises(DataSourceError, match=rf"^ClinConsensus data {tmp_path} is a directory, not a data file: .*holds: cases.jsonl\)$"):
+        load_cases(str(tmp_path))

@@ -14,6 +14,7 @@ import pytest
 
 from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD
 
 from frameworks import HEADLINE, expected_metrics, run_inspect, run_lmeval
 
@@ -50,7 +51,8 @@ def test_both_frameworks_report_identical_metrics(fake_server, tmp_path):
     assert inspect_calls == lmeval_calls == {"probe": 1, "candidate": 12, "per_criterion": 360}
 
 
-def test_flaky_judge_429_500_and_malformed_verdicts(fake_server, tmp_path):
+def test_flaky_judge_429_500_and_malformed_verdicts(fake_server, tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_FAILURE_THRESHOLD, "0.1")  # the flaky judge garbles ~5% for good: above the 1% default
     log, inspect_metrics = run_inspect(tmp_path / "logs", judge="judge-flaky")
     statuses = fake_server.stats()["statuses"]
     assert statuses.get("429", 0) > 0 and statuses.get("500", 0) > 0
@@ -78,7 +80,8 @@ def test_batched_mode_one_call_per_case_same_verdicts(fake_server, tmp_path):
     assert {k: lmeval_metrics[k] for k in HEADLINE} == expected_metrics()
 
 
-def test_batched_flaky_judge_reasks_missing_criteria(fake_server, tmp_path):
+def test_batched_flaky_judge_reasks_missing_criteria(fake_server, tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_FAILURE_THRESHOLD, "0.1")  # the flaky judge garbles ~5% for good: above the 1% default
     _, lmeval_metrics = run_lmeval(fake_server.base_url, judge="judge-flaky", mode="batched")
     assert {k: lmeval_metrics[k] for k in HEADLINE} == expected_metrics(flaky=True)
     # Each case: the first call, then re-asks for the missing criteria only (at most 3 calls).
@@ -95,7 +98,8 @@ def test_lmeval_repeated_run_makes_zero_judge_calls(fake_server, tmp_path):
     assert results["results"]["clinconsensus"]["judge_prompt_tokens,judge"] == 0  # verdicts from the cache cost nothing
 
 
-def test_lmeval_cached_rerun_reasks_a_cached_unparseable_verdict(fake_server, tmp_path):
+def test_lmeval_cached_rerun_reasks_a_cached_unparseable_verdict(fake_server, tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_FAILURE_THRESHOLD, "0.1")  # the flaky judge garbles ~5% for good: above the 1% default
     # With a flaky judge, permanently malformed verdicts are in the cache as the last answer seen.
     # A re-run serves the good verdicts from the cache and re-asks only the failures, fresh.
     run_lmeval(fake_server.base_url, judge="judge-flaky")
@@ -215,7 +219,8 @@ def test_bad_judge_settings_are_named(monkeypatch):
         judge_mode()
 
 
-def test_epochs_keep_every_epochs_counts(fake_server, tmp_path):
+def test_epochs_keep_every_epochs_counts(fake_server, tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_FAILURE_THRESHOLD, "0.1")  # the flaky judge garbles ~5% for good: above the 1% default
     # Two epochs of the same deterministic answers: every case observed twice, so the metrics
     # equal the single-epoch ones and failed judgments are counted twice, not averaged away.
     from inspect_ai import eval as inspect_eval

@@ -86,3 +86,102 @@ def test_batched_reasks_only_missing_criteria():
     assert asked == [(["1", "2", "3"], False), (["2", "3"], True), (["3"], True)]
     assert [(j.criterion_id, j.met, j.attempts) for j in out] == [("C1", True, 1), ("C2", False, 2), ("C3", None, 3)]
     assert out[2].error.startswith("no usable verdict for these criteria in: '无法判断'")
+
+
+# -- failure kinds, the circuit breaker and the failure threshold (issue 12) ------------------------
+
+import pytest  # noqa: E402
+
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (  # noqa: E402
+    BREAKER_LIMIT,
+    CircuitBreaker,
+    FailureTally,
+    JudgeFailureError,
+    JudgeUnavailableError,
+    classify,
+    parse_threshold,
+)
+
+
+class HTTPError(Exception):
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status_code = status
+
+
+class Response:
+    status_code = 503
+
+
+class WrappedError(Exception):
+    response = Response()
+
+
+def test_failures_are_told_apart_by_status_code():
+    assert classify(HTTPError(400, "prompt too long")) == ("request", "HTTPError (HTTP 400): prompt too long")
+    assert classify(HTTPError(429, "slow down"))[0] == "transport"
+    assert classify(HTTPError(500, "boom"))[0] == "transport"
+    assert classify(WrappedError("unavailable")) == ("transport", "WrappedError (HTTP 503): unavailable")
+    assert classify(TimeoutError()) == ("transport", "TimeoutError")
+
+
+def test_a_refused_request_is_asked_once_and_recorded_as_such():
+    judge = ScriptedJudge({
+        RUBRICS[0][1]: [HTTPError(400, "maximum context length exceeded")],
+        RUBRICS[1][1]: ["无法判断", "无法判断", "无法判断"],
+        RUBRICS[2][1]: [verdict(False)],
+    })
+    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge))
+    assert [(j.met, j.error_kind, j.attempts) for j in out] == [(None, "request", 1), (None, "unparseable", 3), (False, None, 1)]
+    assert out[0].error == "HTTPError (HTTP 400): maximum context length exceeded"
+
+
+def test_the_breaker_opens_after_a_run_of_transport_failures_only():
+    breaker = CircuitBreaker(limit=3)
+    breaker.failure("transport", "ConnectionError: x")
+    breaker.success()  # a reply resets the run
+    breaker.failure("transport", "ConnectionError: x")
+    breaker.failure("transport", "ConnectionError: x")
+    with pytest.raises(JudgeUnavailableError, match=r"failed 3 calls in a row \(transport: ConnectionError x3\)"):
+        breaker.failure("transport", "ConnectionError: x")
+    with pytest.raises(JudgeUnavailableError):
+        breaker.check()
+
+    rubrics = [(f"C{i}", f"标准{i}") for i in range(BREAKER_LIMIT + 5)]
+    sent = []
+
+    async def dead(messages, fresh):
+        sent.append(1)
+        raise HTTPError(500, "down")
+
+    with pytest.raises(JudgeUnavailableError):
+        asyncio.run(grade_answer("问题", "回答", rubrics, dead, breaker=CircuitBreaker()))
+    assert len(sent) == BREAKER_LIMIT
+
+    async def refusing(messages, fresh):
+        raise HTTPError(400, "too long")
+
+    out = asyncio.run(grade_answer("问题", "回答", rubrics, refusing, breaker=CircuitBreaker()))
+    assert {j.error_kind for j in out} == {"request"}  # refusals do not open the breaker
+
+
+def test_failure_threshold():
+    assert parse_threshold(None) == 0.01 and parse_threshold("2%") == 0.02 and parse_threshold("0") == 0.0
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        parse_threshold("5")
+    tally = FailureTally.of_cases([(30, 1, {"unparseable verdict": 1}), (30, 0, {})])
+    assert not tally.exceeds(0.02) and tally.exceeds(0.01) and not tally.exceeds(0)
+    assert not tally.exceeds(0.01, planned=300)  # mid-run, against the judgments planned
+    with pytest.raises(JudgeFailureError, match=r"^1 of 60 judge verdicts failed \(1\.7%, above the 1\.0% allowed by X\); main reasons: unparseable verdict x1\. .* resume here\. To accept"):
+        tally.check(0.01, "resume here.", "X")
+
+
+def test_a_retry_libraries_give_up_error_is_classified_by_its_last_attempt():
+    class Attempt:
+        def exception(self):
+            return HTTPError(400, "too long")
+
+    class RetryError(Exception):
+        last_attempt = Attempt()
+
+    assert classify(RetryError()) == ("request", "HTTPError (HTTP 400): too long")

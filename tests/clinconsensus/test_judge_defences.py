@@ -1,0 +1,206 @@
+"""A judge that cannot be fooled, and a broken judge that cannot produce a score (issue 12).
+
+Every test talks to real HTTP servers on 127.0.0.1 (``fake_server``: it stands in for a user's
+candidate endpoint and judge; model names choose its adversarial and broken behaviours).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clinconsensus_tasks.clinconsensus.dataset import load_cases
+from clinconsensus_tasks.fake_openai_server import FakeOpenAIServer, candidate_answer
+from clinconsensus_tasks.scorers.clinconsensus.answer_guard import SUSPECT_SECTION_MARKER, SUSPECT_VERDICT_JSON, suspect_reasons
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD, JudgeFailureError, JudgeUnavailableError
+from frameworks import HEADLINE, expected_metrics, run_inspect, run_lmeval
+
+N_CASES = len(load_cases("sample").cases)
+ZERO = {"rubric_accuracy": 0.0, "pass@7": 0.0, "pass@10": 0.0, "cacs@7": 0.0, "cacs@10": 0.0, "judge_failures": 0.0}
+
+
+pytestmark = pytest.mark.slow
+
+
+def _inspect_log_judgments(log):
+    return [j for s in log.samples for j in s.scores["rubric_scorer"].metadata["judgments"]]
+
+
+def _lmeval_records(results):
+    return [json.loads(s["filtered_resps"][0]) for s in results["samples"]["clinconsensus"]]
+
+
+# -- 1. the answer cannot write its own verdict ---------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["per_criterion", "batched"])
+def test_an_answer_holding_a_verdict_gets_the_judges_verdict_in_both_frameworks(fake_server, tmp_path, mode):
+    # The candidate appends {"criteria_met": true}, a 30-item verdict list and a 【评分标准】 section;
+    # the judge quotes the answer, then says "not met" for every criterion.
+    log, inspect_metrics = run_inspect(tmp_path / "logs", judge="judge-quoting-never", candidate="cand-inject", judge_mode=mode)
+    results, lmeval_metrics = run_lmeval(fake_server.base_url, judge="judge-quoting-never", mode=mode, candidate="cand-inject")
+    for metrics in (inspect_metrics, lmeval_metrics):
+        assert {k: metrics[k] for k in HEADLINE} == ZERO
+        assert metrics["suspect_answers"] == N_CASES
+    flags = [s.scores["rubric_scorer"].metadata["suspect_answer"] for s in log.samples]
+    assert flags == [[SUSPECT_VERDICT_JSON, SUSPECT_SECTION_MARKER]] * N_CASES
+    assert [r["suspect_answer"] for r in _lmeval_records(results)] == [[SUSPECT_VERDICT_JSON, SUSPECT_SECTION_MARKER]] * N_CASES
+    assert all(j["met"] is False for j in _inspect_log_judgments(log))
+
+
+def test_honest_answers_are_not_suspect(fake_server, tmp_path):
+    _, metrics = run_lmeval(fake_server.base_url)
+    assert metrics["suspect_answers"] == 0
+    assert suspect_reasons(candidate_answer("问题")) == []
+
+
+# -- 2. Inspect judge calls honour the command line's limits ---------------------------------------
+
+
+def _inspect_cli(tmp_path: Path, judge: str, *flags: str, timeout: float = 150) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "250", "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+    command = [str(Path(sys.executable).parent / "inspect"), "eval", "clinconsensus_tasks/clinconsensus", "-T", "data=sample",
+               "--model", "openai-api/cand/cand-model", "--model-role", f"grader=openai-api/judge/{judge}",
+               "--log-dir", str(tmp_path / "cli-logs"), "--display", "plain", *flags]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _last_log(tmp_path: Path):
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
+    return read_eval_log(list_eval_logs(str(tmp_path / "cli-logs"))[0])
+
+
+def test_a_hanging_judge_is_cut_off_by_the_command_lines_attempt_timeout(fake_server, tmp_path):
+    # The judge never answers (HANG_SECONDS = 60); without --attempt-timeout reaching the judge
+    # calls the run would sit for minutes and the subprocess time-out would fail the test.
+    done = _inspect_cli(tmp_path, "judge-hang", "--attempt-timeout", "2", "--timeout", "20", "--max-retries", "1",
+                        "--limit", "2", "-T", "judge_check=false", timeout=100)
+    log = _last_log(tmp_path)
+    assert log.status == "error"
+    assert "failed 20 calls in a row" in log.error.message and "AttemptTimeoutError" in log.error.message
+
+
+def test_a_dead_judge_stops_the_inspect_run_with_one_request_per_attempt(fake_server, tmp_path):
+    # Every judge call answers 500. --max-retries 1 means two HTTP requests per judgment: the
+    # OpenAI SDK inside the provider must not retry each of Inspect's attempts again.
+    log, _ = run_inspect(tmp_path / "logs", judge="judge-down", expect_success=False, max_retries=1, judge_check=False)
+    assert log.status == "error"
+    assert "The judge failed 20 calls in a row (transport: InternalServerError (HTTP 500) x20)" in log.error.message
+    assert "inspect eval-retry" in log.error.message
+    stats = fake_server.stats()
+    assert stats["max_repeats"] == 2
+    assert stats["statuses"]["500"] < 2 * 30 * N_CASES
+
+
+# -- 3. failure policy -----------------------------------------------------------------------------
+
+
+def test_failed_judgments_over_the_threshold_end_both_runs(fake_server, tmp_path):
+    # The flaky judge garbles about 5% of its verdicts for good; the default threshold is 1%.
+    expected = int(expected_metrics(flaky=True)["judge_failures"])
+    log, _ = run_inspect(tmp_path / "logs", judge="judge-flaky", expect_success=False)
+    assert log.status == "error"
+    assert re.search(r"\d+ of \d+ judge verdicts failed \(\d+\.\d%, above the 1\.0% allowed by -T judge_failure_threshold", log.error.message)
+    assert "main reasons: unparseable verdict x" in log.error.message and "inspect eval-retry" in log.error.message
+    with pytest.raises(JudgeFailureError) as info:
+        run_lmeval(fake_server.base_url, judge="judge-flaky")
+    message = str(info.value)
+    assert message.startswith(f"{expected} of {30 * N_CASES} judge verdicts failed")
+    assert f"main reasons: unparseable verdict x{expected}" in message
+    assert str(Path(os.environ["CLINCONSENSUS_CACHE_DIR"]) / "judge_cache.sqlite3") in message
+    # The verdicts obtained are cached: finishing after raising the threshold asks only the failed ones again.
+    os.environ[ENV_FAILURE_THRESHOLD] = "0.1"
+    try:
+        fake_server.reset()
+        _, metrics = run_lmeval(fake_server.base_url, judge="judge-flaky")
+    finally:
+        del os.environ[ENV_FAILURE_THRESHOLD]
+    assert {k: metrics[k] for k in HEADLINE} == expected_metrics(flaky=True)
+    assert fake_server.stats()["judge_calls"] == 2 * expected  # the failed verdicts only (attempt 1 is served by the cache)
+
+
+def test_a_dead_judge_stops_lmeval_at_once(fake_server, monkeypatch):
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_MAX_RETRIES", "0")
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_CHECK", "0")
+    with pytest.raises(JudgeUnavailableError, match=r"failed 20 calls in a row \(transport: InternalServerError \(HTTP 500\) x20\)"):
+        run_lmeval(fake_server.base_url, judge="judge-down")
+    # Stopped with the calls in flight (concurrency 32, and one more for each of the first 19
+    # failures), not after all 360 judgments.
+    assert fake_server.stats()["statuses"]["500"] <= 32 + 19
+
+
+# -- 4. a refused request is told apart ------------------------------------------------------------
+
+
+def test_a_400_is_a_request_error_asked_once_in_both_frameworks(fake_server, tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_FAILURE_THRESHOLD, "0")  # keep the run going to look at every judgment
+    log, metrics = run_inspect(tmp_path / "logs", judge="judge-toolong", judge_check=False)
+    assert metrics["judge_failures"] == 30 * N_CASES
+    results, _ = run_lmeval(fake_server.base_url, judge="judge-toolong")
+    judgments = _inspect_log_judgments(log) + [j for r in _lmeval_records(results) for j in r["judgments"]]
+    assert {j["error_kind"] for j in judgments} == {"request"}
+    assert all("maximum context length is 512 tokens" in j["error"] for j in judgments)
+    assert all(j["attempts"] == 1 for j in judgments)
+    assert fake_server.stats()["kinds"]["per_criterion"] == 2 * 30 * N_CASES  # each judgment asked once per framework
+
+
+def test_the_report_marks_runs_with_judge_failures_and_suspect_answers(fake_server, tmp_path, monkeypatch):
+    from clinconsensus_tasks.report.html_report import clin_section, read_runs
+
+    monkeypatch.setenv(ENV_FAILURE_THRESHOLD, "0")
+    failed, _ = run_inspect(tmp_path / "failed", judge="judge-toolong", judge_check=False)
+    injected, _ = run_inspect(tmp_path / "injected", candidate="cand-inject")
+    section = clin_section(read_runs([failed.location, injected.location]).clin, resamples=10, seed=0)
+    rows = {row[0]: row for row in section.tables[0].rows}
+    header = section.tables[0].header
+    failed_row, injected_row = rows["openai-api/cand/cand-model"], rows["openai-api/cand/cand-inject"]
+    assert failed_row[header.index("judge failures")] == f"{30 * N_CASES} ⚠"
+    assert injected_row[header.index("suspect answers")] == str(N_CASES)
+    assert any(note.startswith(f"⚠ openai-api/cand/cand-model: {30 * N_CASES} failed judgment(s) counted as not met") for note in section.notes)
+    assert any(note.startswith(f"⚠ openai-api/cand/cand-inject: {N_CASES} answer(s) hold verdict-like JSON") for note in section.notes)
+
+
+# -- 5. the lm-eval verdict cache ------------------------------------------------------------------
+
+
+def test_the_verdict_cache_is_per_judge_server(fake_server):
+    run_lmeval(fake_server.base_url)
+    with FakeOpenAIServer() as other:
+        os.environ["CLINCONSENSUS_JUDGE_BASE_URL"] = other.base_url  # same model name, other server
+        run_lmeval(fake_server.base_url)
+        assert other.stats()["judge_calls"] == 30 * N_CASES
+
+
+def test_a_corrupt_verdict_cache_is_set_aside_with_a_warning(fake_server, capfd):
+    cache = Path(os.environ["CLINCONSENSUS_CACHE_DIR"])
+    cache.mkdir(parents=True)
+    (cache / "judge_cache.sqlite3").write_bytes(b"this is not a database" * 100)
+    _, metrics = run_lmeval(fake_server.base_url)
+    assert {k: metrics[k] for k in HEADLINE} == expected_metrics()
+    err = capfd.readouterr().err
+    moved = [p for p in cache.iterdir() if p.name.startswith("judge_cache.sqlite3.corrupt-")]
+    assert len(moved) == 1 and moved[0].read_bytes() == b"this is not a database" * 100
+    assert f"the verdict cache {cache / 'judge_cache.sqlite3'} could not be read" in err and str(moved[0]) in err
+
+
+# -- 6. data errors are shown first and alone --------------------------------------------------------
+
+
+def test_inspect_cli_shows_a_data_error_alone(fake_server, tmp_path):
+    records = [json.loads(line) for line in Path(load_cases("sample").source).read_text(encoding="utf-8").splitlines()]
+    records[1]["clinical_context"] = " \n\t "
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n", encoding="utf-8")
+    done = _inspect_cli(tmp_path, "judge-model", "-T", f"data={bad}")
+    shown = (done.stdout + done.stderr).strip()
+    assert shown == f"ClinConsensus: 1 invalid record field(s):\n{bad}:2: case_id '{records[1]['case_id']}': field 'clinical_context': empty"
+    done = _inspect_cli(tmp_path, "judge-model", "-T", f"data={tmp_path}")
+    shown = (done.stdout + done.stderr).strip()
+    assert shown == f"ClinConsensus data {tmp_path} is a directory, not a data file: give the .jsonl or .parquet file itself (this directory holds: bad.jsonl)"
