@@ -137,7 +137,8 @@ def test_local_judge_in_process_through_inspects_hf_provider(fake_server, tmp_pa
     # Greedy, thinking off: how the README says to bind the local judge through hf/.
     local = get_model(f"hf/{tiny_judge_dir}", device="cpu", do_sample=False, enable_thinking=False, memoize=False)
     log = inspect_eval(
-        clinconsensus(data=str(one), n_criteria=3, thresholds=[1, 2], judge_max_tokens=4),
+        # Every local verdict fails here by design: the failure policy is off so the run can finish.
+        clinconsensus(data=str(one), n_criteria=3, thresholds=[1, 2], judge_max_tokens=4, judge_failure_threshold=0),
         model="openai-api/cand/cand-model",
         model_roles={"grader": "openai-api/judge/judge-model", "local_grader": local},
         log_dir=str(tmp_path / "logs"),

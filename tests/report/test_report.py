@@ -198,7 +198,7 @@ def test_baseline_comparison(runs, tmp_path):
     logs = {model: log.location for model, (log, _) in runs["logs"].items()}
     build_report(list(logs.values()), tmp_path / "r.html", resamples=200, baseline=logs["openai-api/cand/cand-model"])
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
-    table = markdown_table(md, "openai-api/cand/dual-model - baseline (12 paired cases)")
+    table = markdown_table(md, f"{row_name('openai-api/cand/dual-model')} - baseline (12 paired cases)")
     assert set(table) == set(HEADLINE)
     metrics = runs["logs"]["openai-api/cand/cand-model"][1]
     for name in HEADLINE:
