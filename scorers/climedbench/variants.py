@@ -9,7 +9,7 @@ one place, so the Inspect and lm-eval tasks ask exactly the same thing:
 - ``nota``: in a multiple-choice item the correct option's text becomes 以上都不对 ("none of the
   above is correct"); the answer letter stays. Items whose options already hold such an option
   are left out (asking would leave two right answers) and counted. FTT, whose correct option is
-  always "none of the above", is therefore left out whole.
+  always "none of the above", has no NOTA variant.
 - ``cot``: our own chain-of-thought instruction per scenario family; the model reasons inside
   ``<思考>…</思考>`` and answers after it. The scenario's usual extraction rules read only the text
   after the last closing reasoning tag (``</思考>``, ``</think>`` or ``</reasoning>``, so reasoning
@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
 
+from clinconsensus_tasks.scorers.climedbench.length_deciles import length_deciles
 from clinconsensus_tasks.scorers.climedbench.perturbation import DEFAULT_RATE, KINDS, parse_kinds, perturb
 from clinconsensus_tasks.scorers.climedbench.scenarios import CHOICE, KEYWORDS, ORDER, SIMILARITY, Scenario, build_prompt, score_answer
 
@@ -77,6 +78,7 @@ class AskedItem:
     item: dict[str, Any]
     prompt: str
     log: dict[str, Any] = field(default_factory=dict)  # what the run records beside the answer
+    length_decile: int = 0  # of the clean item within its scenario's full file (0: not computed)
 
 
 def has_nota_option(item: Mapping[str, Any]) -> bool:
@@ -84,9 +86,13 @@ def has_nota_option(item: Mapping[str, Any]) -> bool:
     return any(_NOTA_ALREADY.search(unicodedata.normalize("NFKC", str(t))) for t in (item.get("options") or {}).values())
 
 
+# FTT's right option is "none of the above" by design: under NOTA every item would be left out.
+NOTA_BY_DESIGN = frozenset({"FTT"})
+
+
 def applies(scenario: Scenario, variant: str) -> bool:
-    """NOTA needs options with one right letter; the other variants apply to every scenario."""
-    return variant != NOTA or scenario.kind == CHOICE
+    """NOTA needs options with one right letter (and not FTT); the other variants apply to every scenario."""
+    return variant != NOTA or (scenario.kind == CHOICE and scenario.code not in NOTA_BY_DESIGN)
 
 
 def ask(scenario: Scenario, item: Mapping[str, Any], settings: VariantSettings) -> AskedItem | None:
@@ -108,6 +114,25 @@ def ask(scenario: Scenario, item: Mapping[str, Any], settings: VariantSettings) 
     if variant == COT:
         prompt = prompt.rsplit("\n\n", 1)[0] + "\n\n" + COT_FORMATS[scenario.kind]
     return AskedItem(asked, prompt, log)
+
+
+def ask_scenario(
+    scenario: Scenario, items: Sequence[Mapping[str, Any]], settings: VariantSettings
+) -> tuple[list[AskedItem], list[str]]:
+    """A scenario's full item list as asked, each with its length decile, and the ids left out.
+
+    ``items`` must be the scenario's whole file: deciles are computed over it, so they do not move
+    when a framework later runs a subset. A scenario NOTA does not apply to leaves out every item.
+    """
+    deciles = length_deciles(items)
+    asked, left_out = [], []
+    for item in items:
+        result = ask(scenario, item, settings)
+        if result is None:
+            left_out.append(str(item["id"]))
+        else:
+            asked.append(replace(result, length_decile=deciles[str(item["id"])]))
+    return asked, left_out
 
 
 def final_answer(answer: str, variant: str) -> str:
