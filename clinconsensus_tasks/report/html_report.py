@@ -32,6 +32,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from clinconsensus_tasks.clinconsensus.logs import CaseRecord, read_case_records
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, CaseResult, breakdowns, cacs_at_k, summarize
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
+from clinconsensus_tasks.scorers.climedbench.length_deciles import DECILES, decile_metric, decile_scores
+from clinconsensus_tasks.scorers.climedbench.robustness import OVERALL, paired_drops
 
 HEADLINE = ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10")
 CURVE_KS = range(1, 31)
@@ -80,9 +82,18 @@ class MedRun:
     path: str
     rows: list[tuple[str, float, bool]]
     meta: dict[str, Any] = field(default_factory=dict)
+    # Parallel to rows: (item id, length decile or 0 when the log has none); the run's variant.
+    items: list[tuple[str, int]] = field(default_factory=list)
+    variant: str = "clean"
 
     def summary(self) -> dict[str, float]:
         return cmb.summarize(self.rows)
+
+    def decile_summary(self) -> dict[str, float]:
+        return decile_scores((code, decile, value) for (code, value, _), (_, decile) in zip(self.rows, self.items) if decile)
+
+    def item_scores(self) -> dict[tuple[str, str], float]:
+        return {(code, item_id): value for (code, value, _), (item_id, _) in zip(self.rows, self.items)}
 
 
 @dataclass
@@ -130,25 +141,32 @@ def _read_inspect(path: Path, runs: Runs) -> None:
         n = int((log.eval.task_args or {}).get("n_criteria") or DEFAULT_N_CRITERIA)
         runs.clin.append(ClinRun(log.eval.model, str(path), read_case_records(path), n, meta))
     elif task.startswith("climedbench"):
-        runs.med.append(MedRun(log.eval.model, str(path), _inspect_climedbench_rows(path), meta))
+        rows, items, variant = _inspect_climedbench_rows(path)
+        runs.med.append(MedRun(_run_name(log.eval.model, variant), str(path), rows, meta, items, variant))
     else:
         raise ValueError(f"{path}: task {log.eval.task!r} is neither ClinConsensus nor CliMedBench")
 
 
-def _inspect_climedbench_rows(path: Path) -> list[tuple[str, float, bool]]:
+def _run_name(model: str, variant: str) -> str:
+    return model if variant == "clean" else f"{model} [{variant}]"
+
+
+def _inspect_climedbench_rows(path: Path) -> tuple[list[tuple[str, float, bool]], list[tuple[str, int]], str]:
     from inspect_ai.log import read_eval_log
 
-    rows = []
+    rows, items, variants = [], [], set()
     for sample in read_eval_log(str(path)).samples or []:
         score = (sample.scores or {}).get("climedbench_scorer")
         if score is None or not isinstance(score.value, dict):
             raise ValueError(f"{path}: sample {sample.id!r} has no climedbench_scorer score")
         rows.append((str(sample.metadata["scenario"]), float(score.value["value"]), float(score.value["parsed"]) >= 0.5))
-    return rows
+        items.append((str(sample.metadata["item"]["id"]), int(sample.metadata.get("length_decile") or 0)))
+        variants.add(sample.metadata.get("variant", "clean"))
+    return rows, items, ",".join(sorted(variants)) or "clean"
 
 
-def _lmeval_climedbench_rows(path: Path) -> list[tuple[str, float, bool]]:
-    rows = []
+def _lmeval_climedbench_rows(path: Path) -> tuple[list[tuple[str, float, bool]], list[tuple[str, int]], str]:
+    rows, items, variants = [], [], set()
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -159,7 +177,9 @@ def _lmeval_climedbench_rows(path: Path) -> list[tuple[str, float, bool]]:
             raise ValueError(f"{path}:{number}: no {metric!r} value in the sample record")
         parse_failure = float(sample.get("parse_failure", 0.0))
         rows.append((code, float(sample[metric]), parse_failure < 0.5))
-    return rows
+        items.append((str(sample["doc"]["id"]), int(sample["doc"].get("length_decile") or 0)))
+        variants.add(sample["doc"].get("variant", "clean"))
+    return rows, items, ",".join(sorted(variants)) or "clean"
 
 
 def _lmeval_meta(path: Path) -> dict[str, Any]:
@@ -190,7 +210,8 @@ def read_runs(paths: Sequence[str | Path]) -> Runs:
         elif name.startswith("samples_clinconsensus") and path.suffix == ".jsonl":
             runs.clin.append(ClinRun(path.parent.name, str(path), read_case_records(path), meta=_lmeval_meta(path)))
         elif name.startswith("samples_climedbench") and path.suffix == ".jsonl":
-            runs.med.append(MedRun(path.parent.name, str(path), _lmeval_climedbench_rows(path), _lmeval_meta(path)))
+            rows, items, variant = _lmeval_climedbench_rows(path)
+            runs.med.append(MedRun(_run_name(path.parent.name, variant), str(path), rows, _lmeval_meta(path), items, variant))
         else:
             raise ValueError(f"{path}: expected an Inspect log, samples_clinconsensus*/samples_climedbench_* .jsonl or results_*.json")
     _unique_names(runs.clin)
@@ -258,8 +279,8 @@ def _legend(names: Sequence[str], x: float, y: float) -> list[str]:
     return out
 
 
-def line_chart(series: Mapping[str, Sequence[float]], xs: Sequence[int], title: str, ylabel: str) -> str:
-    """Lines over integer x (the CACS@k curve); y from 0 to 1."""
+def line_chart(series: Mapping[str, Sequence[float]], xs: Sequence[int], title: str, ylabel: str, xlabel: str = "k") -> str:
+    """Lines over integer x (the CACS@k curve, the length-decile curve); y from 0 to 1."""
     w, h, left, top, plot_w, plot_h = 900, 380, 60, 30, 560, 300
     body = [_text(w / 2, 18, title, size=14, extra='font-weight="bold"')]
     sx = lambda x: left + plot_w * (x - xs[0]) / max(1, xs[-1] - xs[0])  # noqa: E731
@@ -270,7 +291,7 @@ def line_chart(series: Mapping[str, Sequence[float]], xs: Sequence[int], title: 
     for x in xs:
         if x == 1 or x % 5 == 0:
             body.append(_text(sx(x), top + plot_h + 16, x))
-    body.append(_text(left + plot_w / 2, top + plot_h + 34, "k"))
+    body.append(_text(left + plot_w / 2, top + plot_h + 34, xlabel))
     body.append(_text(16, top + plot_h / 2, ylabel, extra=f'transform="rotate(-90 16 {top + plot_h / 2})"'))
     for i, (name, ys) in enumerate(series.items()):
         points = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(xs, ys))
@@ -492,6 +513,41 @@ def med_section(runs: Sequence[MedRun]) -> Section:
     failures = {n: [s.get(f"{c}/parse_failure") for c in codes] for n, s in summaries.items()}
     section.charts.append(bar_chart(codes, failures, "Parse failures per scenario (share of answers)"))
     section.tables.append(Table("Parse failures per scenario", ["model", *codes], [[n, *map(_f, v)] for n, v in failures.items()]))
+    deciles = {r.name: r.decile_summary() for r in runs}
+    curves = {n: [d.get(decile_metric(k), 0.0) for k in DECILES] for n, d in deciles.items() if d}
+    if curves:
+        section.charts.append(line_chart(curves, list(DECILES), "Score per input-length decile (1 shortest, 10 longest)", "score", "decile"))
+        section.tables.append(Table("Score per input-length decile (unweighted mean over scenarios)", ["model", *map(str, DECILES)],
+                                    [[n, *[_f(deciles[n].get(decile_metric(k))) for k in DECILES]] for n in curves]))
+    return section
+
+
+def robustness_section(runs: Sequence[MedRun], resamples: int, seed: int) -> Section | None:
+    """Clean against each variant of the same model, per scenario: paired drops with intervals."""
+    pooled: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
+    for run in runs:
+        model = str(run.meta.get("model") or run.name)
+        pooled.setdefault((model, run.variant), {}).update(run.item_scores())
+    rows, codes = [], [c for c in cmb.SCENARIOS]
+    for (model, variant), scores in pooled.items():
+        clean = pooled.get((model, "clean"))
+        if variant == "clean" or not clean or not set(clean) & set(scores):
+            continue
+        drops, unpaired = paired_drops(clean, scores, resamples, seed)
+        by = {d.scope: d for d in drops}
+        rows.append([model, variant, f"{_f(by[OVERALL].drop)} {_ci((by[OVERALL].low, by[OVERALL].high))}",
+                     str(by[OVERALL].items), str(unpaired["only_clean"]),
+                     *[f"{_f(by[c].clean)} → {_f(by[c].variant)}" if c in by else "" for c in codes]])
+    if not rows:
+        return None
+    section = Section("CliMedBench robustness")
+    used = [c for i, c in enumerate(codes) if any(row[5 + i] for row in rows)]
+    keep = [5 + codes.index(c) for c in used]
+    section.tables.append(Table("Clean against each variant (drop = clean - variant, items paired)",
+                                ["model", "variant", "overall drop [95% CI]", "paired items", "left out", *[f"{c} clean → variant" for c in used]],
+                                [row[:5] + [row[i] for i in keep] for row in rows]))
+    section.notes.append(f"Intervals: paired percentile bootstrap over items within each scenario, {resamples} resamples, "
+                         f"numpy Generator seed {seed}; the overall drop is the unweighted mean of the scenario drops.")
     return section
 
 
@@ -568,6 +624,9 @@ def build_report(
     if not runs.clin and not runs.med:
         raise ValueError("no ClinConsensus or CliMedBench runs among the logs")
     sections = ([clin_section(runs.clin, resamples, seed)] if runs.clin else []) + ([med_section(runs.med)] if runs.med else [])
+    robust = robustness_section(runs.med, resamples, seed) if runs.med else None
+    if robust is not None:
+        sections.append(robust)
     sections.append(metadata_section(runs))
     output = Path(output)
     md_path = Path(markdown) if markdown else output.with_name("report.md")

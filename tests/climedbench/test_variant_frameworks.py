@@ -132,6 +132,18 @@ def test_perturbed_runs_send_identical_text_in_both_frameworks_and_score_alike(f
     table = capsys.readouterr().out
     assert "overall" in table and "95% interval" in table
 
+    # The report: a robustness section (clean against the variant, same model) and the decile curve.
+    from clinconsensus_tasks.report.html_report import build_report
+
+    info = build_report([clean_log.location, log.location], tmp_path / "report" / "r.html", resamples=2000, seed=0)
+    md = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert info["climedbench_runs"] == ["openai-api/cand/cand-model", "openai-api/cand/cand-model [perturbed]"]
+    overall = drops["overall"]
+    assert "## CliMedBench robustness" in md
+    assert f"| openai-api/cand/cand-model | perturbed | {overall['drop']:.4f} [{overall['low']:.4f}, {overall['high']:.4f}] | 130 | 0 |" in md
+    deciles = " | ".join(f"{metrics[f'length_decile_{d}']:.4f}" for d in range(1, 11))
+    assert f"| openai-api/cand/cand-model [perturbed] | {deciles} |" in md
+
 
 def test_nota_leaves_out_and_counts_items_in_both_frameworks(fake_server, tmp_path):
     want, prompts = expected(NOTA)
