@@ -42,8 +42,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
-import numpy as np
-
 SHAPE = "shape"
 HOMOPHONE = "homophone"
 TRADITIONAL = "traditional"
@@ -96,6 +94,8 @@ def rng_for(seed: int, item_id: str) -> random.Random:
 
 def eligible_positions(text: str) -> list[int]:
     """Indices of the characters that may be changed: Chinese characters outside protected spans."""
+    import numpy as np  # here, not at module level: Inspect's task registry imports this module
+
     masked = _PROTECTED.sub(lambda m: "\0" * len(m.group()), text)
     # One code point per 4 bytes: numpy finds the CJK ones without a Python loop over characters.
     codes = np.frombuffer(masked.encode("utf-32-le"), dtype=np.uint32)

@@ -14,6 +14,7 @@ import pytest
 from clinconsensus_tasks.climedbench.dataset import load_scenario
 from clinconsensus_tasks.fake_openai_server import climedbench_answer
 from clinconsensus_tasks.scorers.climedbench.scenarios import DIMENSIONS, SCENARIOS, SIMILARITY, build_prompt, score_answer, summarize
+from frameworks import run_lmeval_tasks
 
 pytestmark = pytest.mark.slow
 
@@ -45,17 +46,8 @@ def run_inspect_all(tmp_path, similarity_model_dir):
 
 
 def run_lmeval_all(base_url, monkeypatch, similarity_model_dir, tasks=("climedbench",)):
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
-
     monkeypatch.setenv("CLIMEDBENCH_SIMILARITY_MODEL", str(similarity_model_dir))
-    return simple_evaluate(
-        tasks=list(tasks),
-        model="local-chat-completions",
-        model_args={"model": "cand-model", "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
-        apply_chat_template=True,
-        log_samples=True,
-        bootstrap_iters=0,
-    )
+    return run_lmeval_tasks(base_url, tasks)
 
 
 def test_all_scenarios_identical_in_both_frameworks(fake_server, tmp_path, monkeypatch, similarity_model_dir):
@@ -90,7 +82,8 @@ def test_single_scenario_task_reports_plain_metric_names(fake_server, tmp_path):
 
     log = inspect_eval(climedbench_sso(), model="openai-api/cand/cand-model", log_dir=str(tmp_path), display="none")[0]
     metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
-    assert set(metrics) == {"kendall_tau", "score", "parse_failure"}
+    # Plain names, and the score per input-length decile (10 items: one per decile).
+    assert set(metrics) == {"kendall_tau", "score", "parse_failure", *(f"length_decile_{d}" for d in range(1, 11))}
     assert metrics["score"] == expected_without_wtd()["SSO/score"]
 
 

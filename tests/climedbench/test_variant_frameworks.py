@@ -28,6 +28,7 @@ from clinconsensus_tasks.scorers.climedbench.variants import (
     ask_scenario,
     score_variant_answer,
 )
+from frameworks import run_lmeval_tasks
 
 pytestmark = pytest.mark.slow
 
@@ -62,16 +63,7 @@ def run_inspect(tmp_path, codes, **args):
 
 
 def run_lmeval(base_url, tasks, output_path=None):
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
-
-    results = simple_evaluate(
-        tasks=list(tasks),
-        model="local-chat-completions",
-        model_args={"model": "cand-model", "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
-        apply_chat_template=True,
-        log_samples=True,
-        bootstrap_iters=0,
-    )
+    results = run_lmeval_tasks(base_url, tasks)
     if output_path is not None:
         output_path.mkdir(parents=True)
         for task, samples in results["samples"].items():
