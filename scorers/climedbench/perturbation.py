@@ -16,8 +16,8 @@ How a question is perturbed:
   units after a number (``3天``, ``5毫克``, ``38.5℃``, ``10 mg``) and the answer markers the
   parsers read (答案, 参考答案, 选项, 顺序, 排序), so FIT's planted ``参考答案：X`` stays intact. Options
   and the answer key are not part of the question and are never perturbed.
-- Eligible positions are visited in a seeded random order; at each, the kinds are tried in a
-  seeded random order and the first that applies is used: ``shape`` (a 形近字 neighbour),
+- Eligible positions are visited in a seeded random order; at each, one of the kinds that apply
+  is drawn uniformly: ``shape`` (a 形近字 neighbour),
   ``homophone`` (another common character with the same pinyin and tone), ``traditional`` (the
   character's traditional form, when it differs) or ``symbol`` (a symbol inserted
   before the character; always applies).
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import random
 import re
 from collections import defaultdict
@@ -165,9 +164,20 @@ def traditional_table() -> dict[str, str]:
     return {s: t for s, t in zip(chars, converted) if len(t) == 1 and t != s}
 
 
-@functools.lru_cache(maxsize=None)
-def _orders(kinds: tuple[str, ...]) -> list[tuple[str, ...]]:
-    return list(itertools.permutations(kinds))
+@functools.lru_cache(maxsize=16)
+def _options(kinds: tuple[str, ...]) -> dict[str, tuple[tuple[str, tuple[str, ...]], ...]]:
+    """Common character -> the (kind, replacements) that apply to it, for these kinds."""
+    tables = {
+        SHAPE: shape_table() if SHAPE in kinds else {},
+        HOMOPHONE: homophone_table() if HOMOPHONE in kinds else {},
+        TRADITIONAL: {c: (t,) for c, t in traditional_table().items()} if TRADITIONAL in kinds else {},
+    }
+    symbol = ((SYMBOL, tuple(SYMBOLS)),) if SYMBOL in kinds else ()
+    out = {}
+    for ch in common_characters():
+        found = tuple((kind, tables[kind][ch]) for kind in kinds if kind != SYMBOL and tables[kind].get(ch))
+        out[ch] = found + symbol
+    return out
 
 
 def perturb(
@@ -185,35 +195,31 @@ def perturb(
     draw = rng.random
     target = int(rate * len(text) + 0.5)
     positions = eligible_positions(text)
-    tables = {
-        SHAPE: shape_table() if SHAPE in kinds else {},
-        HOMOPHONE: homophone_table() if HOMOPHONE in kinds else {},
-        TRADITIONAL: traditional_table() if TRADITIONAL in kinds else {},
-    }
-    orders = _orders(kinds)
+    options = _options(kinds)
+    fallback = ((SYMBOL, tuple(SYMBOLS)),) if SYMBOL in kinds else ()
     replaced: dict[int, str] = {}
     inserted: dict[int, str] = {}
     by_kind = dict.fromkeys(kinds, 0)
     n = len(positions)
     # A partial Fisher-Yates shuffle: positions in seeded random order, only as many as needed.
+    # At each, one of the kinds that apply is drawn uniformly (the same as trying the kinds in a
+    # random order and taking the first that applies), then one of its replacements.
     for j in range(n):
         if len(replaced) + len(inserted) >= target:
             break
         r = j + int(draw() * (n - j))
         positions[j], positions[r] = positions[r], positions[j]
         i = positions[j]
-        ch = text[i]
-        for kind in orders[int(draw() * len(orders))]:
-            if kind == SYMBOL:
-                inserted[i] = SYMBOLS[int(draw() * len(SYMBOLS))]
-            elif kind == TRADITIONAL and ch in tables[TRADITIONAL]:
-                replaced[i] = tables[TRADITIONAL][ch]
-            elif (choices := tables.get(kind, {}).get(ch)):
-                replaced[i] = choices[int(draw() * len(choices))]
-            else:
-                continue
-            by_kind[kind] += 1
-            break
+        applicable = options.get(text[i], fallback)
+        if not applicable:
+            continue
+        kind, pool = applicable[int(draw() * len(applicable))]
+        new = pool[int(draw() * len(pool))]
+        if kind == SYMBOL:
+            inserted[i] = new
+        else:
+            replaced[i] = new
+        by_kind[kind] += 1
     out = list(text)
     for i, new in replaced.items():
         out[i] = new
