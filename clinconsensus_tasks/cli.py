@@ -25,13 +25,16 @@ from collections import Counter
 from typing import Sequence
 
 from clinconsensus_tasks.errors import ClinConsensusError
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION
 
 
 def _thresholds(text: str) -> tuple[int, ...]:
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import parse_thresholds
+
     try:
-        return tuple(int(p) for p in text.split(",") if p.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers such as 7,10, got {text!r}") from None
+        return parse_thresholds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _pct(x: float) -> str:
@@ -242,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rescore", help="grade the answers in a log again with another judge or judge mode")
     p.add_argument("log", help="Inspect log (.eval/.json) or lm-eval samples file (.jsonl)")
     p.add_argument("--output", required=True, help="the new log, of the same kind")
-    p.add_argument("--judge-mode", choices=["per_criterion", "batched"], default="per_criterion")
+    p.add_argument("--judge-mode", choices=JUDGE_MODES, default=PER_CRITERION)
     p.add_argument("--judge-base-url", help="default $CLINCONSENSUS_JUDGE_BASE_URL")
     p.add_argument("--judge-model", help="default $CLINCONSENSUS_JUDGE_MODEL")
     p.add_argument("--judge-api-key", help="default $CLINCONSENSUS_JUDGE_API_KEY")

@@ -48,7 +48,8 @@ def run_inspect(log_dir: Path, judge: str = "judge-model", **task_args):
     return log, metrics
 
 
-def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "judge-model", mode: str | None = None):
+def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "judge-model", mode: str | None = None,
+               bootstrap_iters: int = 0):
     from clinconsensus_tasks.lmeval_tasks import simple_evaluate
 
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = judge
@@ -59,10 +60,10 @@ def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "jud
         model_args={"model": "cand-model", "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
         apply_chat_template=True,
         log_samples=True,
-        bootstrap_iters=0,
+        bootstrap_iters=bootstrap_iters,  # > 0: lm-eval computes <metric>_stderr (closed form for its mean)
     )
     task = results["results"]["clinconsensus"]
-    metrics = {k.split(",")[0]: v for k, v in task.items() if k.endswith(",judge") and "_stderr" not in k}
+    metrics = {k.split(",")[0]: v for k, v in task.items() if k.endswith(",judge") and (bootstrap_iters or "_stderr" not in k)}
     return results, metrics
 
 

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from clinconsensus_tasks.errors import DataSourceError, DataValidationError
 from clinconsensus_tasks.scorers.clinconsensus.audience import audience
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA
+from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, slices_of
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import case_question
 
 HF_DATASET = "skylenage/ClinConsensus"
@@ -83,17 +83,6 @@ class Case:
         record = self.metadata()
         record.update(clinical_context=self.clinical_context, user_request=self.user_request, question=self.question)
         return record
-
-
-def slices_of(meta: dict[str, Any]) -> dict[str, tuple[str, ...]]:
-    """Breakdown labels of a case from its metadata (a case, an Inspect sample or an lm-eval doc):
-    difficulty, subject labels, task labels (falling back to subject / task) and audience."""
-    return {
-        "difficulty": (str(meta.get("difficulty", "")),),
-        "subject": tuple(meta.get("subject_labels") or [meta.get("subject", "")]),
-        "task": tuple(meta.get("task_labels") or [meta.get("task", "")]),
-        "audience": (str(meta.get("audience", "")),),
-    }
 
 
 @dataclass(frozen=True)

@@ -27,119 +27,78 @@ from inspect_ai import Epochs
 from inspect_ai.scorer import Metric, SampleScore, Score, ScoreReducer, Scorer, Target, metric, score_reducer, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases, slices_of
+from clinconsensus_tasks.clinconsensus import settings
+from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases
+from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
 from clinconsensus_tasks.errors import ConfigurationError
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, CaseResult, breakdowns, flatten_breakdowns, summarize
-from clinconsensus_tasks.scorers.agreement import Confusion
-from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics, pair_verdicts
-from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS, count_failures, count_met, grade_answer
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION, PROBE_MESSAGES
+from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize
+from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
+from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, grade_case
+from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
 
 GRADER_ROLE = "grader"
 LOCAL_GRADER_ROLE = "local_grader"  # optional second judge, e.g. the distilled local judge
 
 
-def parse_thresholds(thresholds: Sequence[int] | str | int, n_criteria: int = DEFAULT_N_CRITERIA) -> tuple[int, ...]:
-    """Accept ``[7, 10]``, ``"7,10"`` or ``7`` (how ``-T thresholds=...`` may arrive); each k in 1..N."""
-    if isinstance(thresholds, int):
-        ks: tuple[int, ...] = (thresholds,)
-    elif isinstance(thresholds, str):
-        parts = [p for p in thresholds.replace(" ", "").strip("[]").split(",") if p]
-        try:
-            ks = tuple(int(p) for p in parts)
-        except ValueError:
-            raise ConfigurationError(f"thresholds={thresholds!r}: expected integers such as 7,10") from None
-    else:
-        ks = tuple(int(k) for k in thresholds)
-    if not ks or any(not 1 <= k <= n_criteria for k in ks):
-        raise ConfigurationError(f"thresholds={thresholds!r}: give one or more k with 1 <= k <= {n_criteria}")
-    return tuple(dict.fromkeys(ks))
-
-
 def case_to_sample(case: Case) -> Sample:
     return Sample(id=case.case_id, input=case.question, metadata=case.metadata())
 
 
-def _epoch_record(met: int, judged: int, failures: int, empty: int, local: Sequence[int] = ()) -> str:
-    """``met,judged,failures,empty`` and, with a local judge, ``,local_met,local_failures,tp,tn,fp,fn``."""
-    return ",".join(str(x) for x in (met, judged, failures, empty, *local))
-
-
-def _case_results(score_value: dict, metadata: dict) -> list[CaseResult]:
-    """One :class:`CaseResult` per epoch of a sample, from the ``epochs`` record of its score.
-
-    Each (case, epoch) counts as one observation, so with several epochs Pass@k and CACS@k are
-    averaged over epochs per case, and failures are summed, never averaged away.
-    """
-    record = score_value.get("epochs") if isinstance(score_value, dict) else None
-    if not isinstance(record, str):
+def graded_cases(score: Score) -> list[GradedCase]:
+    """The per-epoch records of a reduced score (what :func:`clinconsensus_epochs` keeps)."""
+    epochs = (score.metadata or {}).get("epochs")
+    if not isinstance(epochs, list):
         raise ConfigurationError(
             "ClinConsensus scores need the task's own epoch reducer ('clinconsensus_epochs'); "
             "run without --epochs-reducer (other reducers average away the per-case counts)."
         )
-    slices = slices_of(metadata)
-    out = []
-    for part in record.split(";"):
-        met, judged, failures, _empty = (int(x) for x in part.split(",")[:4])
-        out.append(CaseResult(met=met, judged=judged, failures=failures, slices=slices))
-    return out
-
-
-def _paired_cases(score_value: dict, metadata: dict) -> list[PairedCase]:
-    """The (grader, local_grader) pairs of each epoch of a sample scored by both judges."""
-    out = []
-    for reference, part in zip(_case_results(score_value, metadata), score_value["epochs"].split(";")):
-        fields = [int(x) for x in part.split(",")]
-        if len(fields) < 10:
-            continue
-        local_met, local_failures, tp, tn, fp, fn = fields[4:10]
-        other = CaseResult(local_met, reference.judged, local_failures, reference.slices)
-        out.append(PairedCase(reference, other, Confusion(tp=tp, tn=tn, fp=fp, fn=fn)))
-    return out
+    return [GradedCase.from_dict(record) for record in epochs]
 
 
 @score_reducer(name="clinconsensus_epochs")
 def clinconsensus_epochs() -> ScoreReducer:
-    """Combine a case's epochs by keeping each epoch's counts (summing met, judged, failures)."""
+    """Keep every epoch of a case: the reduced score's metadata lists each epoch's record, so
+    Pass@k and CACS@k average over (case, epoch) observations and failures add up, never averaged
+    away. The value sums the counts, for display."""
 
     def reduce(scores: list[Score]) -> Score:
-        values = [s.value for s in scores if isinstance(s.value, dict)]
+        records = [GradedCase.from_dict(s.metadata or {}) for s in scores]
         first = scores[0]
         return Score(
             value={
-                "met": sum(v["met"] for v in values),
-                "judged": sum(v["judged"] for v in values),
-                "failures": sum(v["failures"] for v in values),
-                "empty": sum(v["empty"] for v in values),
-                "epochs": ";".join(v["epochs"] for v in values),
+                "met": sum(r.met for r in records),
+                "judged": sum(r.judged for r in records),
+                "failures": sum(r.failures for r in records),
+                "empty": sum(int(r.answer_empty) for r in records),
             },
             answer=first.answer,
             explanation="; ".join(s.explanation or "" for s in scores),
-            metadata=first.metadata,
+            metadata={"epochs": [r.to_dict() for r in records]},
         )
 
     return reduce
-
-
-def _empty_count(value: dict) -> int:
-    return sum(int(part.split(",")[3]) for part in value["epochs"].split(";"))
 
 
 @metric(name="clinconsensus")
 def clinconsensus_metrics(
     thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA, with_breakdowns: bool = True
 ) -> Metric:
-    """Rubric accuracy, Pass@k, CACS@k, judge failures and, optionally, their breakdowns."""
+    """Rubric accuracy, Pass@k, CACS@k with their standard errors (clustered by case when there
+    are several epochs), judge failures and, optionally, breakdowns; with a second judge, its
+    metrics and the agreement of the two."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        results = [r for s in scores for r in _case_results(s.score.value, s.sample_metadata or {})]  # type: ignore[arg-type]
+        records = [r for s in scores for r in graded_cases(s.score)]
+        results = [r.result() for r in records]
         out = summarize(results, thresholds, n_criteria)
         out.pop("cases")
-        out["empty_answers"] = float(sum(_empty_count(s.score.value) for s in scores))
+        out.update(headline_stderrs(results, thresholds, n_criteria))
+        out["empty_answers"] = float(sum(r.answer_empty for r in records))
         if with_breakdowns:
             out.update(flatten_breakdowns(breakdowns(results, thresholds, n_criteria)))
-        paired = [p for s in scores for p in _paired_cases(s.score.value, s.sample_metadata or {})]  # type: ignore[arg-type]
+        paired = [p for p in (r.paired() for r in records) if p is not None]
         if paired:
             out.update(comparison_metrics(paired, thresholds, n_criteria, prefix="local", by_label=with_breakdowns))
             if with_breakdowns:
@@ -236,13 +195,11 @@ def rubric_scorer(
 ) -> Scorer:
     """Grade each answer against its case's rubric with the judge model.
 
-    The score value holds the counts the metrics need (``met``, ``judged``, ``failures``,
-    ``empty`` and the per-epoch record ``epochs``); the per-criterion verdicts, explanations and
-    failures are in the score metadata. The metrics attached here use k = 7 and 10; the task
+    The score metadata is the case's :class:`GradedCase` record (verdicts, explanations, failures,
+    and the second judge's in a dual-judge run); the value holds its counts, for display. The metrics attached here use k = 7 and 10; the task
     attaches metrics for its own thresholds.
     """
-    if judge_mode not in JUDGE_MODES:
-        raise ConfigurationError(f"judge_mode={judge_mode!r}; choose one of {', '.join(JUDGE_MODES)}")
+    judge_mode = settings.judge_mode(judge_mode)
     config = GenerateConfig(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
 
     def completer(model: Model):
@@ -257,33 +214,26 @@ def rubric_scorer(
         local = local_grader()
         rubrics = [(r["criterion_id"], r["criterion"]) for r in state.metadata["rubrics"]]
         answer = state.output.completion if state.output else ""
-        jobs = [grade_answer(state.input_text, answer, rubrics, completer(grader), judge_mode, max_attempts)]
-        if local is not None:
-            jobs.append(grade_answer(state.input_text, answer, rubrics, completer(local), judge_mode, max_attempts))
-        judgments, *local_judgments = await asyncio.gather(*jobs)
-        met, failures, empty = count_met(judgments), count_failures(judgments), int(not answer.strip())
-        note = f"{met}/{len(judgments)} criteria met" + (f", {failures} failed judgment(s)" if failures else "")
-        if empty:
+        slices = slices_of(state.metadata)
+
+        def grade(model: Model):
+            return grade_case(str(state.sample_id), state.input_text, answer, rubrics, completer(model), str(model),
+                              judge_mode, max_attempts, slices, state.epoch)
+
+        record, *second = await asyncio.gather(*([grade(grader)] + ([grade(local)] if local is not None else [])))
+        if second:
+            record = record.with_local(second[0])
+        note = f"{record.met}/{record.judged} criteria met" + (f", {record.failures} failed judgment(s)" if record.failures else "")
+        if record.answer_empty:
             note = "empty answer: no criterion met (not sent to the judge)"
-        metadata = {"judge_mode": judge_mode, "judge": str(grader), "judgments": [j.to_dict() for j in judgments]}
-        local_fields: tuple[int, ...] = ()
-        if local_judgments:
-            other = local_judgments[0]
-            matrix = pair_verdicts([j.met for j in judgments], [j.met for j in other])
-            local_fields = (count_met(other), count_failures(other), matrix.tp, matrix.tn, matrix.fp, matrix.fn)
-            note += f"; local judge: {local_fields[0]}/{len(other)} met"
-            metadata.update(local_judge=str(local), local_judgments=[j.to_dict() for j in other])
+        local_result = record.local_result()
+        if local_result is not None:
+            note += f"; local judge: {local_result.met}/{local_result.judged} met"
         return Score(
-            value={
-                "met": met,
-                "judged": len(judgments),
-                "failures": failures,
-                "empty": empty,
-                "epochs": _epoch_record(met, len(judgments), failures, empty, local_fields),
-            },
+            value={"met": record.met, "judged": record.judged, "failures": record.failures, "empty": int(record.answer_empty)},
             answer=answer,
             explanation=note,
-            metadata=metadata,
+            metadata=record.to_dict(),
         )
 
     return score
@@ -319,9 +269,8 @@ def clinconsensus(
         breakdowns: also report rubric accuracy and CACS by difficulty, subject, task and audience.
         allow_self_grading: grade with the model under test when no ``grader`` role is bound.
     """
-    ks = parse_thresholds(thresholds, n_criteria)
-    if judge_mode not in JUDGE_MODES:
-        raise ConfigurationError(f"judge_mode={judge_mode!r}; choose one of {', '.join(JUDGE_MODES)}")
+    ks = settings.thresholds(thresholds, n_criteria)
+    judge_mode = settings.judge_mode(judge_mode)
     loaded = load_cases(data, n_criteria)
     return Task(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),

@@ -9,8 +9,12 @@ How a run flows (``task_configs/clinconsensus/clinconsensus.yaml``):
    against their rubrics through the OpenAI-compatible judge (``judge_client``), with the on-disk
    verdict cache. Each document's filtered response is a JSON string holding its verdicts, so they
    land in ``--log_samples``.
-4. ``process_results`` turns that into one compact record per case, and the ``aggregate_*``
-   functions compute each metric with the shared scoring core (``clinconsensus_tasks.scorers``).
+4. ``process_results`` reads each document's :class:`GradedCase` back and returns its per-case
+   value of every metric in :func:`metric_list`: the term whose mean is the metric (rubric
+   accuracy, Pass@k, CACS@k, aggregated by lm-eval's own ``mean``, so lm-eval reports their
+   standard errors), a count (``total``), or what a named aggregation below needs (audience
+   slices, agreement of two judges). The YAMLs are generated from :func:`metric_list`
+   (``task_configs/clinconsensus/_generate_configs.py``).
 """
 
 from __future__ import annotations
@@ -19,50 +23,29 @@ import asyncio
 import concurrent.futures
 import json
 import os
-import re
 import sys
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
-from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
-from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, cacs_at_k, pass_at_k, rubric_accuracy
+from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.scorers.agreement import Confusion
-from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics, pair_verdicts
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION, PROBE_MESSAGES
+from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
+from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_THRESHOLDS, CaseResult, case_terms, mean
+from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics
+from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_MESSAGES
 
-ENV_JUDGE_MODE = "CLINCONSENSUS_JUDGE_MODE"
-ENV_N_CRITERIA = "CLINCONSENSUS_N_CRITERIA"
 ENV_JUDGE_CHECK = "CLINCONSENSUS_JUDGE_CHECK"
-
-
-def judge_mode() -> str:
-    mode = os.environ.get(ENV_JUDGE_MODE, PER_CRITERION).strip() or PER_CRITERION
-    if mode not in JUDGE_MODES:
-        raise ConfigurationError(f"{ENV_JUDGE_MODE}={mode!r}; choose one of {', '.join(JUDGE_MODES)}")
-    return mode
-
-
-def n_criteria() -> int:
-    raw = os.environ.get(ENV_N_CRITERIA, "")
-    try:
-        return int(raw) if raw else DEFAULT_N_CRITERIA
-    except ValueError:
-        raise ConfigurationError(f"{ENV_N_CRITERIA}={raw!r} is not an integer") from None
 
 
 def extra_thresholds(value: Any, n: int) -> list[int]:
     """Thresholds beyond the YAML's 7 and 10, from ``--metadata '{"thresholds": [5, 8]}'``."""
     if value in (None, "", []):
         return []
-    try:
-        ks = [int(k) for k in (value.split(",") if isinstance(value, str) else value)]
-    except (TypeError, ValueError):
-        raise ConfigurationError(f"thresholds={value!r}: expected integers such as [5, 8]") from None
-    if any(not 1 <= k <= n for k in ks):
-        raise ConfigurationError(f"thresholds={value!r}: every k must lie in 1..{n}")
-    return [k for k in dict.fromkeys(ks) if k not in DEFAULT_THRESHOLDS]
+    return [k for k in settings.thresholds(value, n) if k not in DEFAULT_THRESHOLDS]
 
 
 def check_judge(settings: JudgeSettings) -> None:
@@ -90,9 +73,9 @@ LOCAL_JUDGE_PREFIX = "CLINCONSENSUS_LOCAL_JUDGE_"
 
 def load_dataset_dual(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
     """``clinconsensus_dual``: as :func:`load_dataset`, and the second (local) judge must be set too."""
-    settings = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX)
+    local = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX)
     if os.environ.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
-        check_judge(settings)
+        check_judge(local)
     return load_dataset(thresholds, **kwargs)
 
 
@@ -106,13 +89,13 @@ def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
     """
     import datasets
 
-    settings = JudgeSettings.from_env()
-    judge_mode()
-    n = n_criteria()
+    judge = JudgeSettings.from_env()
+    settings.judge_mode_from_env()
+    n = settings.n_criteria_from_env()
     extra = extra_thresholds(thresholds, n)
     loaded = load_cases(os.environ.get(ENV_DATA, "hub"), n)
     if os.environ.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
-        check_judge(settings)
+        check_judge(judge)
     print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}", file=sys.stderr)
     rows = [{**case.to_record(), "extra_thresholds": extra} for case in loaded.cases]
     return {"test": datasets.Dataset.from_list(rows)}
@@ -138,13 +121,10 @@ def first_responses(resps: Sequence[Any]) -> list[str]:
 
 def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[str]:
     """``custom`` filter of ``clinconsensus_dual``: grade every answer with both judges at once.
-
-    Each document's record holds the reference judge's verdicts, the local judge's verdicts under
-    ``local`` and the confusion counts ``[tp, tn, fp, fn]`` of the two (reference first).
-    """
+    Each document's record holds both judges' verdicts (``local_*`` for the second)."""
     reference_settings = JudgeSettings.from_env()
     local_settings = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX)
-    mode = judge_mode()
+    mode = settings.judge_mode_from_env()
     answers = first_responses(resps)
 
     async def both() -> tuple[Any, Any]:
@@ -153,15 +133,9 @@ def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> l
         )
 
     (records, stats), (local_records, local_stats) = _run(both)
-    out = []
-    for record, local in zip(records, local_records):
-        matrix = pair_verdicts([j["met"] for j in record["judgments"]], [j["met"] for j in local["judgments"]])
-        record["local"] = {k: local[k] for k in ("met", "failures", "judge_model", "judgments")}
-        record["confusion"] = [matrix.tp, matrix.tn, matrix.fp, matrix.fn]
-        out.append(json.dumps(record, ensure_ascii=False))
     for name, st in ((reference_settings.model, stats), (local_settings.model, local_stats)):
         print(f"[clinconsensus] judge {name}: {st['calls']} calls, {st['cache_hits']} cache hits", file=sys.stderr)
-    return out
+    return [json.dumps(r.with_local(local).to_dict(), ensure_ascii=False) for r, local in zip(records, local_records)]
 
 
 def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[str]:
@@ -170,127 +144,138 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
     Each document's first response is graded (the task runs one response per document; with
     ``repeats`` raised, the others are reported and left ungraded).
     """
-    settings = JudgeSettings.from_env()
-    mode = judge_mode()
+    judge = JudgeSettings.from_env()
+    mode = settings.judge_mode_from_env()
     answers = first_responses(resps)
     extra = sum(max(0, len(r) - 1) for r in resps if isinstance(r, (list, tuple)))
     if extra:
         print(f"[clinconsensus] WARNING: {extra} extra response(s) from `repeats` > 1 are not graded; only each document's first is", file=sys.stderr)
-    records, stats = _run(lambda: judge_documents(answers, docs, settings, mode))
-    failures = sum(r["failures"] for r in records)
-    empty = sum(r["empty_answer"] for r in records)
+    records, stats = _run(lambda: judge_documents(answers, docs, judge, mode))
+    failures = sum(r.failures for r in records)
+    empty = sum(r.answer_empty for r in records)
     print(
-        f"[clinconsensus] judge {settings.model}: {stats['calls']} calls, {stats['cache_hits']} cache hits, "
+        f"[clinconsensus] judge {judge.model}: {stats['calls']} calls, {stats['cache_hits']} cache hits, "
         f"{failures} failed judgment(s), {empty} empty answer(s) not sent to the judge",
         file=sys.stderr,
     )
-    return [json.dumps(r, ensure_ascii=False) for r in records]
+    return [json.dumps(r.to_dict(), ensure_ascii=False) for r in records]
 
 
-# -- 4. per-case results and aggregations ------------------------------------------------------------
+# -- 4. per-case values and aggregations ---------------------------------------------------------
 
 
-DECLARED_METRICS: tuple[str, ...] = (
-    "rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10", "judge_failures", "empty_answers",
-    *(f"{name}[audience={who}]" for who in (LAY, PROFESSIONAL) for name in ("rubric_accuracy", "cacs@7", "cacs@10")),
-)
+@dataclass(frozen=True)
+class LmEvalMetric:
+    """One entry of the YAML's ``metric_list``: ``aggregation`` is lm-eval's builtin ``mean`` or
+    the name of a function in this module."""
+
+    name: str
+    aggregation: str
+    higher_is_better: bool = True
+
+
+HEADLINE = ("rubric_accuracy", *(f"pass@{k}" for k in DEFAULT_THRESHOLDS), *(f"cacs@{k}" for k in DEFAULT_THRESHOLDS))
+SLICED = ("rubric_accuracy", *(f"cacs@{k}" for k in DEFAULT_THRESHOLDS))
+AUDIENCES = (LAY, PROFESSIONAL)
+AGREEMENT = {  # metric name -> its aggregation function's name
+    "agreement/percent": "agreement_percent",
+    "agreement/kappa": "agreement_kappa",
+    "agreement/macro_f1": "agreement_macro_f1",
+    "agreement/precision_met": "agreement_precision_met",
+    "agreement/recall_met": "agreement_recall_met",
+    "agreement/met_count_pearson": "agreement_met_count_pearson",
+    **{f"agreement/cacs@{k}_diff": f"agreement_cacs{k}_diff" for k in DEFAULT_THRESHOLDS},
+}
+
+
+def audience_metric(name: str, audience: str) -> str:
+    return f"{name}[audience={audience}]"
+
+
+def metric_list(dual: bool = False) -> list[LmEvalMetric]:
+    """Every metric the task reports, in the order of the results table (the YAMLs are generated
+    from this list)."""
+    out = [LmEvalMetric(name, "mean") for name in HEADLINE]
+    out += [LmEvalMetric("judge_failures", "total", False), LmEvalMetric("empty_answers", "total", False)]
+    out += [LmEvalMetric(audience_metric(name, who), "slice_mean") for who in AUDIENCES for name in SLICED]
+    if dual:
+        out += [LmEvalMetric(f"local/{name}", "mean") for name in HEADLINE]
+        out.append(LmEvalMetric("local/judge_failures", "total", False))
+        out += [LmEvalMetric(name, function, not name.endswith("_diff")) for name, function in AGREEMENT.items()]
+    return out
 
 
 def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
-    """Per-case values: the compact record ``[met, judged, failures, audience, empty]`` under each
-    metric the YAML declares (its aggregation computes the metric with the scoring core), and for
-    extra thresholds the per-case Pass@k indicator and CACS@k term, whose mean is the metric."""
-    record = json.loads(results[0])
-    value = [record["met"], record["judged"], record["failures"], doc["audience"], int(record["empty_answer"])]
-    names = DECLARED_METRICS
-    if "local" in record:
-        value += [record["local"]["met"], record["local"]["failures"], *record["confusion"]]
-        names = DECLARED_METRICS + DUAL_METRICS
-    out: dict[str, Any] = {name: value for name in names}
-    n = n_criteria()
-    for k in doc.get("extra_thresholds") or []:
-        out[f"pass@{k}"] = pass_at_k([record["met"]], k)
-        out[f"cacs@{k}"] = cacs_at_k([record["met"]], k, n)
+    """One case's value of every metric (see :func:`metric_list`); for thresholds added through
+    ``--metadata`` also its Pass@k indicator and CACS@k term, whose mean is the metric."""
+    record = GradedCase.from_dict(json.loads(results[0]), f"case {doc.get('case_id')!r}")
+    n = settings.n_criteria_from_env()
+    ks = (*DEFAULT_THRESHOLDS, *(doc.get("extra_thresholds") or []))
+    terms = record.terms(ks, n)
+    out: dict[str, Any] = dict(terms)
+    out["judge_failures"] = record.failures
+    out["empty_answers"] = int(record.answer_empty)
+    for who in AUDIENCES:
+        for name in SLICED:
+            out[audience_metric(name, who)] = terms[name] if doc.get("audience") == who else None
+    paired = record.paired()
+    if paired is not None:
+        out.update({f"local/{name}": value for name, value in case_terms(paired.other.met, paired.other.judged, DEFAULT_THRESHOLDS, n).items()})
+        out["local/judge_failures"] = paired.other.failures
+        pair = {"met": paired.reference.met, "local_met": paired.other.met, "judged": paired.reference.judged,
+                "failures": paired.reference.failures, "local_failures": paired.other.failures,
+                "confusion": [paired.confusion.tp, paired.confusion.tn, paired.confusion.fp, paired.confusion.fn]}
+        out.update({name: pair for name in AGREEMENT})
     return out
 
 
-def _results(items: Sequence[Sequence[Any]], audience: str | None = None) -> list[CaseResult]:
-    return [CaseResult(int(i[0]), int(i[1]), int(i[2])) for i in items if audience in (None, i[3])]
+def total(items: Sequence[float]) -> float:
+    """A count over cases (judge failures, empty answers)."""
+    return float(sum(items))
 
 
-DUAL_METRICS: tuple[str, ...] = (
-    "local/rubric_accuracy", "local/pass@7", "local/pass@10", "local/cacs@7", "local/cacs@10", "local/judge_failures",
-    "agreement/percent", "agreement/kappa", "agreement/macro_f1", "agreement/precision_met", "agreement/recall_met",
-    "agreement/met_count_pearson", "agreement/cacs@7_diff", "agreement/cacs@10_diff",
-)
+def slice_mean(items: Sequence[float | None]) -> float:
+    """Mean over the cases of one slice (the others carry ``None``); NaN when the slice is empty."""
+    values = [x for x in items if x is not None]
+    return mean(values) if values else float("nan")
 
 
-def _paired(items: Sequence[Sequence[Any]]) -> list[PairedCase]:
-    out = []
-    for i in items:
-        reference = CaseResult(int(i[0]), int(i[1]), int(i[2]))
-        other = CaseResult(int(i[5]), int(i[1]), int(i[6]))
-        out.append(PairedCase(reference, other, Confusion(tp=int(i[7]), tn=int(i[8]), fp=int(i[9]), fn=int(i[10]))))
-    return out
+def _agreement(items: Sequence[dict[str, Any]], key: str) -> float:
+    pairs = [
+        PairedCase(CaseResult(i["met"], i["judged"], i["failures"]), CaseResult(i["local_met"], i["judged"], i["local_failures"]),
+                   Confusion(*i["confusion"]))
+        for i in items
+    ]
+    return comparison_metrics(pairs, DEFAULT_THRESHOLDS, settings.n_criteria_from_env(), prefix="local", by_label=False)[key]
 
 
-def _dual(key: str) -> Callable[[Sequence[Sequence[Any]]], float]:
-    def aggregate(items: Sequence[Sequence[Any]]) -> float:
-        return comparison_metrics(_paired(items), DEFAULT_THRESHOLDS, n_criteria(), prefix="local", by_label=False)[key]
-
-    aggregate.__name__ = "aggregate_" + re.sub(r"\W", "_", key)
-    return aggregate
+def agreement_percent(items: Sequence[dict[str, Any]]) -> float:
+    return _agreement(items, "agreement/percent")
 
 
-# ``!function`` targets of clinconsensus_dual.yaml (local/<metric>, agreement/<statistic>), served
-# by the module ``__getattr__`` below like the threshold aggregations.
-_DUAL_BY_NAME = {"aggregate_" + re.sub(r"\W", "_", key): key for key in DUAL_METRICS}
+def agreement_kappa(items: Sequence[dict[str, Any]]) -> float:
+    return _agreement(items, "agreement/kappa")
 
 
-def aggregate_rubric_accuracy(items: Sequence[Sequence[Any]]) -> float:
-    return rubric_accuracy(_results(items))
+def agreement_macro_f1(items: Sequence[dict[str, Any]]) -> float:
+    return _agreement(items, "agreement/macro_f1")
 
 
-def aggregate_judge_failures(items: Sequence[Sequence[Any]]) -> float:
-    return float(sum(r.failures for r in _results(items)))
+def agreement_precision_met(items: Sequence[dict[str, Any]]) -> float:
+    return _agreement(items, "agreement/precision_met")
 
 
-def aggregate_empty_answers(items: Sequence[Sequence[Any]]) -> float:
-    return float(sum(int(item[4]) for item in items))
+def agreement_recall_met(items: Sequence[dict[str, Any]]) -> float:
+    return _agreement(items, "agreement/recall_met")
 
 
-def _make_aggregation(name: str) -> Callable[[Sequence[Sequence[Any]]], float] | None:
-    """``aggregate_{pass,cacs}_at_<k>[_<audience>]`` and ``aggregate_rubric_accuracy_<audience>``
-    for any k, so a YAML can report other thresholds without new code; and the dual-judge ones."""
-    if name in _DUAL_BY_NAME:
-        return _dual(_DUAL_BY_NAME[name])
-    match = re.fullmatch(r"aggregate_(pass|cacs)_at_(\d+)(?:_(lay|professional))?", name)
-    if match:
-        kind, k, who = match.group(1), int(match.group(2)), match.group(3)
-
-        def aggregate(items: Sequence[Sequence[Any]]) -> float:
-            met = [r.met for r in _results(items, who)]
-            if not met:  # no case in this slice: there is no value, not a zero
-                return float("nan")
-            return pass_at_k(met, k) if kind == "pass" else cacs_at_k(met, k, n_criteria())
-
-        aggregate.__name__ = name
-        return aggregate
-    match = re.fullmatch(r"aggregate_rubric_accuracy_(lay|professional)", name)
-    if match:
-        who = match.group(1)
-
-        def aggregate_accuracy(items: Sequence[Sequence[Any]]) -> float:
-            rows = _results(items, who)
-            return rubric_accuracy(rows) if rows else float("nan")
-
-        aggregate_accuracy.__name__ = name
-        return aggregate_accuracy
-    return None
+def agreement_met_count_pearson(items: Sequence[dict[str, Any]]) -> float:
+    return _agreement(items, "agreement/met_count_pearson")
 
 
-def __getattr__(name: str) -> Any:
-    aggregation = _make_aggregation(name)
-    if aggregation is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return aggregation
+def agreement_cacs7_diff(items: Sequence[dict[str, Any]]) -> float:
+    return _agreement(items, "agreement/cacs@7_diff")
+
+
+def agreement_cacs10_diff(items: Sequence[dict[str, Any]]) -> float:
+    return _agreement(items, "agreement/cacs@10_diff")

@@ -31,7 +31,9 @@ from typing import Any, Mapping, Sequence
 
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
-from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS, count_failures, count_met, grade_answer
+from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
+from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, grade_case
+from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens
 
 
@@ -162,9 +164,10 @@ class JudgeClient:
 
 async def judge_documents(
     answers: Sequence[str], docs: Sequence[dict], settings: JudgeSettings, mode: str, max_attempts: int = MAX_ATTEMPTS
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Grade every (answer, doc) pair concurrently with the judge; return per-document records and
-    call stats. A doc holds ``case_id``, ``question`` and ``rubrics`` (``criterion_id``, ``criterion``).
+) -> tuple[list[GradedCase], dict[str, int]]:
+    """Grade every (answer, doc) pair concurrently with the judge; return one :class:`GradedCase`
+    per document and the call stats. A doc holds ``case_id``, ``question``, ``rubrics``
+    (``criterion_id``, ``criterion``) and the case's labels.
 
     Used by lm-eval's judge filters and by ``clinconsensus-eval rescore``.
     """
@@ -174,25 +177,17 @@ async def judge_documents(
     try:
         progress = tqdm(total=len(docs), desc=f"Judging ({mode}, {settings.model})", file=sys.stderr)
 
-        async def one(answer: str, doc: dict) -> dict[str, Any]:
+        async def one(answer: str, doc: dict) -> GradedCase:
             rubrics = [(r["criterion_id"], r["criterion"]) for r in doc["rubrics"]]
             max_tokens = judge_max_tokens(mode, len(rubrics), settings.max_tokens)
 
             async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
                 return await client.complete(messages, fresh, max_tokens=max_tokens)
 
-            judgments = await grade_answer(doc["question"], answer, rubrics, complete, mode, max_attempts)
+            record = await grade_case(str(doc["case_id"]), doc["question"], answer, rubrics, complete, settings.model,
+                                      mode, max_attempts, slices_of(doc))
             progress.update(1)
-            return {
-                "case_id": doc["case_id"],
-                "met": count_met(judgments),
-                "judged": len(judgments),
-                "failures": count_failures(judgments),
-                "empty_answer": not answer.strip(),
-                "judge_model": settings.model,
-                "judge_mode": mode,
-                "judgments": [j.to_dict() for j in judgments],
-            }
+            return record
 
         records = await asyncio.gather(*(one(a, d) for a, d in zip(answers, docs)))
         progress.close()

@@ -1,8 +1,8 @@
 """Judge tools behind ``clinconsensus-eval``: compare judges, check them against human labels,
 re-grade stored answers, and export one judge's verdicts as SFT data for a local judge.
 
-All of them read Inspect logs and lm-eval sample files through :mod:`run_logs`, so they work
-the same on the output of either framework.
+All of them read Inspect logs and lm-eval sample files through :mod:`clinconsensus.logs`, so
+they work the same on the output of either framework.
 """
 
 from __future__ import annotations
@@ -11,24 +11,26 @@ import asyncio
 import hashlib
 import json
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from clinconsensus_tasks.errors import DataValidationError
-from clinconsensus_tasks.clinconsensus.logs import CaseRecord, read_case_records
+from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.scorers.agreement import Confusion, verdict_report
-from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult
+from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
+from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics, pair_verdicts
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, per_criterion_messages
 
 # -- comparing two sets of verdicts ----------------------------------------------------------------
 
 
-def _verdicts(judgments: Iterable[dict[str, Any]]) -> dict[str, bool | None]:
-    return {str(j["criterion_id"]): j.get("met") for j in judgments}
+def _verdicts(judgments: Iterable[CriterionJudgment]) -> dict[str, bool | None]:
+    return {j.criterion_id: j.met for j in judgments}
 
 
-def _pair_records(reference: Sequence[CaseRecord], other: Sequence[CaseRecord], other_local: bool = False) -> list[PairedCase]:
+def _pair_records(reference: Sequence[LoggedCase], other: Sequence[LoggedCase], other_local: bool = False) -> list[PairedCase]:
     """Pair cases (by case id and epoch) and their criteria (by criterion id)."""
     index = {(r.case_id, r.epoch): r for r in other}
     pairs = []
@@ -113,14 +115,14 @@ def label_agreement(labels_path: str, logs: Sequence[str]) -> dict[str, Any]:
             total, by_subject, failures, matched = Confusion(), defaultdict(Confusion), 0, 0
             for record in records:
                 for j in get(record):
-                    key = (record.case_id, str(j["criterion_id"]))
+                    key = (record.case_id, j.criterion_id)
                     if key not in labels:
                         continue
                     matched += 1
-                    if j.get("met") is None:
+                    if j.met is None:
                         failures += 1
                         continue
-                    pair = Confusion.of([(labels[key], bool(j["met"]))])
+                    pair = Confusion.of([(labels[key], j.met)])
                     total = total + pair
                     for subject in dict.fromkeys(record.result.slices.get("subject", ())):
                         by_subject[subject] = by_subject[subject] + pair
@@ -166,12 +168,12 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
             split = "dev" if bucket < dev_share else "train"
             criteria = dict(record.rubrics)
             for j in judgments:
-                if j.get("met") is None or j.get("attempts") == 0:  # failed, or an empty answer nobody judged
+                if j.met is None or j.attempts == 0:  # failed, or an empty answer nobody judged
                     skipped += 1
                     continue
-                messages = per_criterion_messages(record.question, record.answer, criteria[str(j["criterion_id"])])
-                verdict = json.dumps({"explanation": j.get("explanation", ""), "criteria_met": bool(j["met"])}, ensure_ascii=False)
-                line = json.dumps({"case_id": case_id, "criterion_id": j["criterion_id"],
+                messages = per_criterion_messages(record.question, record.answer, criteria[j.criterion_id])
+                verdict = json.dumps({"explanation": j.explanation, "criteria_met": j.met}, ensure_ascii=False)
+                line = json.dumps({"case_id": case_id, "criterion_id": j.criterion_id,
                                    "messages": messages + [{"role": "assistant", "content": verdict}]}, ensure_ascii=False)
                 digest = hashlib.sha256(json.dumps(messages + [verdict], ensure_ascii=False).encode()).hexdigest()
                 if digest in seen:
@@ -203,13 +205,13 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
 # -- re-grading stored answers ----------------------------------------------------------------------
 
 
-async def _regrade(records: Sequence[CaseRecord], settings: Any, mode: str) -> list[dict[str, Any]]:
+async def _regrade(records: Sequence[LoggedCase], settings: Any, mode: str) -> list[GradedCase]:
     from clinconsensus_tasks.judge.client import judge_documents
 
-    docs = [{"case_id": r.case_id, "question": r.question,
+    docs = [{**r.metadata, "case_id": r.case_id, "question": r.question,
              "rubrics": [{"criterion_id": c, "criterion": t} for c, t in r.rubrics]} for r in records]
     out, _ = await judge_documents([r.answer for r in records], docs, settings, mode)
-    return out
+    return [replace(fresh, epoch=r.epoch) for fresh, r in zip(out, records)]
 
 
 def rescore(log: str, output: str | Path, settings: Any, mode: str = PER_CRITERION) -> dict[str, float]:
@@ -225,44 +227,45 @@ def rescore(log: str, output: str | Path, settings: Any, mode: str = PER_CRITERI
         _write_lmeval(Path(log), output, fresh)
     else:
         _write_inspect(Path(log), output, fresh, settings.model, mode)
-    results = [CaseResult(r["met"], r["judged"], r["failures"], rec.result.slices) for r, rec in zip(fresh, records)]
-    metrics = summarize(results)
+    metrics = summarize([r.result() for r in fresh])
     metrics.pop("cases")
     return metrics
 
 
-def _write_lmeval(source: Path, output: Path, fresh: list[dict[str, Any]]) -> None:
+def _write_lmeval(source: Path, output: Path, fresh: list[GradedCase]) -> None:
     from clinconsensus_tasks.clinconsensus.lmeval_task import process_results
 
     lines = [line for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
     with output.open("w", encoding="utf-8") as handle:
         for line, record in zip(lines, fresh):
             sample = json.loads(line)
-            sample["filtered_resps"] = [json.dumps(record, ensure_ascii=False)]
+            sample["filtered_resps"] = [json.dumps(record.to_dict(), ensure_ascii=False)]
             for key, value in process_results(sample["doc"], sample["filtered_resps"]).items():
                 sample[key] = value
             handle.write(json.dumps(sample, ensure_ascii=False) + "\n")
 
 
-def _write_inspect(source: Path, output: Path, fresh: list[dict[str, Any]], judge: str, mode: str) -> None:
+def _write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: str, mode: str) -> None:
     from inspect_ai.log import EvalMetric, read_eval_log, write_eval_log
     from inspect_ai.scorer import SampleScore, Score
 
-    from clinconsensus_tasks.clinconsensus.inspect_task import _epoch_record, clinconsensus_metrics
+    from clinconsensus_tasks.clinconsensus.inspect_task import INSPECT_SCORER, clinconsensus_epochs, clinconsensus_metrics
 
     log = read_eval_log(str(source))
-    scores = []
+    by_sample: dict[Any, list[Score]] = defaultdict(list)
+    metadata = {}
     for sample, record in zip(log.samples or [], fresh):
-        empty = int(record["empty_answer"])
-        old = sample.scores["rubric_scorer"]
-        sample.scores["rubric_scorer"] = Score(
-            value={"met": record["met"], "judged": record["judged"], "failures": record["failures"], "empty": empty,
-                   "epochs": _epoch_record(record["met"], record["judged"], record["failures"], empty)},
+        old = sample.scores[INSPECT_SCORER]
+        sample.scores[INSPECT_SCORER] = Score(
+            value={"met": record.met, "judged": record.judged, "failures": record.failures, "empty": int(record.answer_empty)},
             answer=old.answer,
-            explanation=f"{record['met']}/{record['judged']} criteria met (re-graded by {judge}, {mode})",
-            metadata={"judge_mode": mode, "judge": judge, "judgments": record["judgments"]},
+            explanation=f"{record.met}/{record.judged} criteria met (re-graded by {judge}, {mode})",
+            metadata=record.to_dict(),
         )
-        scores.append(SampleScore(score=sample.scores["rubric_scorer"], sample_id=sample.id, sample_metadata=sample.metadata))
+        by_sample[sample.id].append(sample.scores[INSPECT_SCORER])
+        metadata[sample.id] = sample.metadata
+    reduce = clinconsensus_epochs()
+    scores = [SampleScore(score=reduce(group), sample_id=sid, sample_metadata=metadata[sid]) for sid, group in by_sample.items()]
     values = clinconsensus_metrics()(scores)
     if log.results and log.results.scores:
         log.results.scores[0].metrics = {k: EvalMetric(name=k, value=float(v)) for k, v in values.items()}

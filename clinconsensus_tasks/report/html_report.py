@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from clinconsensus_tasks.clinconsensus.logs import CaseRecord, read_case_records
+from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, CaseResult, breakdowns, cacs_at_k, summarize
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
 from clinconsensus_tasks.scorers.climedbench.length_deciles import DECILES, decile_metric, decile_scores
@@ -51,7 +51,7 @@ class ClinRun:
 
     name: str
     path: str
-    records: list[CaseRecord]
+    records: list[LoggedCase]
     n_criteria: int = DEFAULT_N_CRITERIA
     meta: dict[str, Any] = field(default_factory=dict)
 

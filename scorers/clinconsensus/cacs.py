@@ -10,14 +10,22 @@ Definitions follow the benchmark's official scoring script:
 * CACS@k = 1 / (N - k + 1) * sum_{l=k..N} Pass@l, which equals the mean over cases of
   ``max(0, s_c - k + 1) / (N - k + 1)``. The paper reports it x100; here it is a fraction.
 
+Every metric is computed as the mean of a per-case term (:func:`case_terms`): ``met / judged``,
+the Pass@k indicator, the CACS@k term. Every case has the same N criteria (the loaders refuse any
+other count), so the mean of ``met / judged`` is total met / total judged. Defining each metric as
+a mean of per-case values is what lets lm-eval aggregate them with its own ``mean`` and compute a
+standard error, and the mean here (:func:`mean`, a plain sum in case order divided by the count)
+is computed exactly as lm-eval's is, so both frameworks give the same float to the last digit.
+
 All values are fractions in [0, 1]. Breakdowns slice the same statistics by case attributes.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 DEFAULT_N_CRITERIA = 30
 DEFAULT_THRESHOLDS: tuple[int, ...] = (7, 10)
@@ -30,20 +38,89 @@ class CaseResult:
     ``met`` counts criteria judged met, ``judged`` the criteria a verdict was asked for (failed
     judgments included: they count as not met), ``failures`` the judgments that never produced a
     parseable verdict. ``slices`` maps a breakdown dimension (``difficulty``, ``subject``, ``task``,
-    ``audience``) to the labels this case carries in it.
+    ``audience``) to the labels this case carries in it. ``case`` names the case when it may be
+    observed more than once (Inspect epochs): observations of one case are averaged first, then
+    the cases, so every case weighs the same and repeated epochs are not independent cases.
     """
 
     met: int
     judged: int
     failures: int = 0
     slices: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    case: str | None = None
+
+
+def parse_thresholds(value: Any, n_criteria: int = DEFAULT_N_CRITERIA, name: str = "thresholds") -> tuple[int, ...]:
+    """The k of Pass@k and CACS@k from ``[7, 10]``, ``"7,10"``, ``"[7, 10]"`` or ``7``: distinct, each in 1..N.
+
+    The one parser of thresholds: Inspect's ``-T thresholds``, lm-eval's ``--metadata`` and the
+    command line all call it. Raises ``ValueError`` with a message naming the value.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        parts: list[Any] = [value]
+    elif isinstance(value, str):
+        parts = [p for p in value.replace(" ", "").strip("[]").split(",") if p]
+    elif isinstance(value, (list, tuple)):
+        parts = list(value)
+    else:
+        raise ValueError(f"{name}={value!r}: expected integers such as 7,10")
+    try:
+        ks = tuple(int(p) for p in parts)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r}: expected integers such as 7,10") from None
+    if not ks or any(not 1 <= k <= n_criteria for k in ks):
+        raise ValueError(f"{name}={value!r}: give one or more k with 1 <= k <= {n_criteria}")
+    return tuple(dict.fromkeys(ks))
+
+
+def mean(values: Sequence[float]) -> float:
+    """Sum in the given order divided by the count, as lm-eval's ``mean`` aggregation computes it
+    (0.0 for no values)."""
+    return sum(values) / len(values) if values else 0.0
+
+
+def stderr_of_mean(values: Sequence[float]) -> float:
+    """Standard error of the mean with the sample standard deviation (n - 1), as lm-eval's
+    ``mean_stderr`` computes it; NaN for fewer than two values."""
+    n = len(values)
+    if n < 2:
+        return float("nan")
+    mu = mean(values)
+    return math.sqrt(sum((x - mu) ** 2 for x in values) / (n - 1)) / math.sqrt(n)
+
+
+def accuracy_term(met: int, judged: int) -> float:
+    """A case's share of criteria met (0.0 when nothing was judged)."""
+    return met / judged if judged else 0.0
+
+
+def pass_term(met: int, k: int) -> float:
+    """1.0 when a case meets at least ``k`` criteria, else 0.0."""
+    return 1.0 if met >= k else 0.0
+
+
+def cacs_term(met: int, k: int, n_criteria: int = DEFAULT_N_CRITERIA) -> float:
+    """A case's CACS@k term, ``max(0, s - k + 1) / (N - k + 1)``; a met count above N is capped at N."""
+    if not 1 <= k <= n_criteria:
+        raise ValueError(f"CACS threshold k={k} must lie in 1..{n_criteria}")
+    return max(0, min(met, n_criteria) - k + 1) / (n_criteria - k + 1)
+
+
+def case_terms(met: int, judged: int, thresholds: Sequence[int] = DEFAULT_THRESHOLDS,
+               n_criteria: int = DEFAULT_N_CRITERIA) -> dict[str, float]:
+    """One case's term of each headline metric: ``rubric_accuracy``, ``pass@k``, ``cacs@k``.
+    Each metric is the mean of its term over cases."""
+    out = {"rubric_accuracy": accuracy_term(met, judged)}
+    for k in thresholds:
+        out[f"pass@{k}"] = pass_term(met, k)
+    for k in thresholds:
+        out[f"cacs@{k}"] = cacs_term(met, k, n_criteria)
+    return out
 
 
 def pass_at_k(met_counts: Sequence[int], k: int) -> float:
     """Share of cases with at least ``k`` criteria met (0.0 for no cases)."""
-    if not met_counts:
-        return 0.0
-    return sum(1 for s in met_counts if s >= k) / len(met_counts)
+    return mean([pass_term(s, k) for s in met_counts])
 
 
 def cacs_at_k(met_counts: Sequence[int], k: int, n_criteria: int = DEFAULT_N_CRITERIA) -> float:
@@ -54,19 +131,49 @@ def cacs_at_k(met_counts: Sequence[int], k: int, n_criteria: int = DEFAULT_N_CRI
     """
     if not 1 <= k <= n_criteria:
         raise ValueError(f"CACS threshold k={k} must lie in 1..{n_criteria}")
-    if not met_counts:
-        return 0.0
-    span = n_criteria - k + 1
-    return sum(max(0, min(s, n_criteria) - k + 1) for s in met_counts) / (span * len(met_counts))
+    return mean([cacs_term(s, k, n_criteria) for s in met_counts])
 
 
 def rubric_accuracy(results: Iterable[CaseResult]) -> float:
-    """Total criteria met over total criteria judged (0.0 when nothing was judged)."""
-    met = judged = 0
-    for r in results:
-        met += r.met
-        judged += r.judged
-    return met / judged if judged else 0.0
+    """Criteria met over criteria judged, as the mean of each case's share (every case has the
+    same N criteria, so this is total met / total judged; 0.0 when nothing was judged)."""
+    return mean([accuracy_term(r.met, r.judged) for r in results])
+
+
+def _case_means(results: Sequence[CaseResult], thresholds: Sequence[int], n_criteria: int) -> list[dict[str, float]]:
+    """Each case's terms, averaged over its observations (results with the same ``case``), in the
+    order cases first appear. A case observed once keeps its terms exactly."""
+    groups: dict[Any, list[dict[str, float]]] = {}
+    for i, r in enumerate(results):
+        groups.setdefault(r.case if r.case is not None else ("#", i), []).append(case_terms(r.met, r.judged, thresholds, n_criteria))
+    out = []
+    for rows in groups.values():
+        out.append(rows[0] if len(rows) == 1 else {name: mean([row[name] for row in rows]) for name in rows[0]})
+    return out
+
+
+def headline_means(
+    results: Sequence[CaseResult],
+    thresholds: Sequence[int] = DEFAULT_THRESHOLDS,
+    n_criteria: int = DEFAULT_N_CRITERIA,
+) -> dict[str, float]:
+    """Rubric accuracy, Pass@k and CACS@k: the mean over cases of each case's term."""
+    rows = _case_means(results, thresholds, n_criteria)
+    names = list(case_terms(0, 1, thresholds, n_criteria))
+    return {name: mean([row[name] for row in rows]) for name in names}
+
+
+def headline_stderrs(
+    results: Sequence[CaseResult],
+    thresholds: Sequence[int] = DEFAULT_THRESHOLDS,
+    n_criteria: int = DEFAULT_N_CRITERIA,
+) -> dict[str, float]:
+    """``<metric>_stderr`` for rubric accuracy, Pass@k and CACS@k: the standard error of the mean
+    of the per-case terms (clustered by case: with several epochs, of the per-case means). With
+    one observation per case this is exactly lm-eval's ``mean_stderr``."""
+    rows = _case_means(results, thresholds, n_criteria)
+    names = list(case_terms(0, 1, thresholds, n_criteria))
+    return {f"{name}_stderr": stderr_of_mean([row[name] for row in rows]) for name in names}
 
 
 def summarize(
@@ -77,20 +184,26 @@ def summarize(
     """The headline metrics of a run, keyed by their published names.
 
     Keys: ``rubric_accuracy``, ``pass@k`` and ``cacs@k`` for each threshold, ``judge_failures``
-    (a count, not a fraction) and ``cases``.
+    (a count over all observations, not a fraction) and ``cases`` (observations).
     """
-    met = [r.met for r in results]
-    out: dict[str, float] = {"rubric_accuracy": rubric_accuracy(results)}
-    for k in thresholds:
-        out[f"pass@{k}"] = pass_at_k(met, k)
-    for k in thresholds:
-        out[f"cacs@{k}"] = cacs_at_k(met, k, n_criteria)
+    out = headline_means(results, thresholds, n_criteria)
     out["judge_failures"] = float(sum(r.failures for r in results))
     out["cases"] = float(len(results))
     return out
 
 
 BREAKDOWN_DIMENSIONS: tuple[str, ...] = ("difficulty", "subject", "task", "audience")
+
+
+def slices_of(meta: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Breakdown labels of a case from its metadata (a case, an Inspect sample or an lm-eval doc):
+    difficulty, subject labels, task labels (falling back to subject / task) and audience."""
+    return {
+        "difficulty": (str(meta.get("difficulty", "")),),
+        "subject": tuple(meta.get("subject_labels") or [meta.get("subject", "")]),
+        "task": tuple(meta.get("task_labels") or [meta.get("task", "")]),
+        "audience": (str(meta.get("audience", "")),),
+    }
 
 
 def breakdowns(
@@ -116,10 +229,10 @@ def breakdowns(
         out[dim] = {}
         for label in sorted(groups[dim]):
             rows = groups[dim][label]
-            met = [r.met for r in rows]
-            stats = {"cases": float(len(rows)), "rubric_accuracy": rubric_accuracy(rows)}
+            means = headline_means(rows, thresholds, n_criteria)
+            stats = {"cases": float(len(rows)), "rubric_accuracy": means["rubric_accuracy"]}
             for k in thresholds:
-                stats[f"cacs@{k}"] = cacs_at_k(met, k, n_criteria)
+                stats[f"cacs@{k}"] = means[f"cacs@{k}"]
             out[dim][label] = stats
     return out
 

@@ -15,7 +15,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Sequence
 
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION, batched_messages, per_criterion_messages
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, batched_messages, check_judge_mode, per_criterion_messages
 from clinconsensus_tasks.scorers.clinconsensus.verdicts import parse_batched_verdicts, parse_verdict
 
 Messages = list[dict[str, str]]
@@ -45,6 +45,14 @@ class CriterionJudgment:
         # copy showed up in the per-call CPU budget.
         return {"criterion_id": self.criterion_id, "met": self.met, "explanation": self.explanation,
                 "attempts": self.attempts, "error": self.error}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "CriterionJudgment":
+        """Inverse of :meth:`to_dict`; ``KeyError`` when ``criterion_id`` or ``met`` is missing."""
+        met = data["met"]
+        if met is not None and not isinstance(met, bool):
+            raise ValueError(f"criterion {data.get('criterion_id')!r}: 'met' must be true, false or null, got {met!r}")
+        return cls(str(data["criterion_id"]), met, str(data.get("explanation") or ""), int(data.get("attempts") or 0), data.get("error"))
 
 
 def count_met(judgments: Sequence[CriterionJudgment]) -> int:
@@ -129,8 +137,7 @@ async def grade_answer(
     unparseable verdict is asked again, ``max_attempts`` attempts in all. In ``batched`` mode the
     re-ask covers only the criteria still missing a verdict.
     """
-    if mode not in JUDGE_MODES:
-        raise ValueError(f"unknown judge mode {mode!r}; choose one of {', '.join(JUDGE_MODES)}")
+    check_judge_mode(mode)
     if not (answer or "").strip():
         return [CriterionJudgment(cid, False, EMPTY_ANSWER, attempts=0) for cid, _ in rubrics]
     if mode == PER_CRITERION:

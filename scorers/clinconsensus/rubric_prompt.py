@@ -20,6 +20,14 @@ PER_CRITERION = "per_criterion"
 BATCHED = "batched"
 JUDGE_MODES: tuple[str, ...] = (PER_CRITERION, BATCHED)
 
+
+def check_judge_mode(mode: str, name: str = "judge_mode") -> str:
+    """``mode`` if it is a judge mode; ``ValueError`` naming the setting and the choices otherwise
+    (the one check, whichever way the setting came in)."""
+    if mode not in JUDGE_MODES:
+        raise ValueError(f"{name}={mode!r}; choose one of {', '.join(JUDGE_MODES)}")
+    return mode
+
 PER_CRITERION_MAX_TOKENS = 512  # the local judge's budget (ClinConsensus-Judge-8B: 512 new tokens)
 BATCHED_TOKENS_PER_CRITERION = 96  # batched verdicts ask for a one-sentence explanation each
 

@@ -104,7 +104,7 @@ def test_lmeval_dual_task_matches_inspect(fake_server, tmp_path, monkeypatch):
         assert lm[key] == inspect_metrics[key], key
     # Both judges' verdicts are in the sample log.
     record = results["samples"]["clinconsensus_dual"][0]["filtered_resps"][0]
-    assert '"local"' in record and '"judge_model": "judge-alt"' in record
+    assert '"local_judgments"' in record and '"local_judge": "judge-alt"' in record
 
 
 def test_lmeval_dual_task_needs_the_second_judge(fake_server, monkeypatch):

@@ -24,7 +24,7 @@ def test_both_frameworks_report_identical_metrics(fake_server, tmp_path):
     _, inspect_metrics = run_inspect(tmp_path / "logs")
     inspect_calls = fake_server.stats()["kinds"]
     fake_server.reset()
-    _, lmeval_metrics = run_lmeval(fake_server.base_url)
+    _, lmeval_metrics = run_lmeval(fake_server.base_url, bootstrap_iters=100)
     lmeval_calls = fake_server.stats()["kinds"]
 
     expected = expected_metrics()
@@ -33,6 +33,18 @@ def test_both_frameworks_report_identical_metrics(fake_server, tmp_path):
     # The audience breakdown is in both results and equal to the last bit.
     for key in ("cacs@10[audience=lay]", "cacs@7[audience=professional]", "rubric_accuracy[audience=lay]"):
         assert inspect_metrics[key] == lmeval_metrics[key]
+    # Standard errors: lm-eval computes them itself from the per-case values (its own mean's
+    # closed form); Inspect's metric computes the same formula. Equal, and equal to the formula.
+    from lm_eval.api.metrics import mean_stderr
+
+    from clinconsensus_tasks.clinconsensus.dataset import load_cases
+    from clinconsensus_tasks.fake_openai_server import candidate_answer, oracle_verdict
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import case_terms
+
+    terms = [case_terms(sum(oracle_verdict(candidate_answer(c.question), t) for _, t in c.rubrics), 30) for c in load_cases("sample").cases]
+    for name in ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10"):
+        assert inspect_metrics[f"{name}_stderr"] == lmeval_metrics[f"{name}_stderr"] == mean_stderr([t[name] for t in terms]), name
+    assert lmeval_metrics["cacs@10_stderr"] > 0
     # 12 cases, 30 criteria each: one judge call per criterion, one candidate call per case.
     # One test request to the judge before anything is generated.
     assert inspect_calls == lmeval_calls == {"probe": 1, "candidate": 12, "per_criterion": 360}
@@ -186,7 +198,7 @@ def test_bad_judge_settings_are_named(monkeypatch):
     with pytest.raises(ConfigurationError, match="CLINCONSENSUS_JUDGE_EXTRA_BODY must be a JSON object"):
         JudgeSettings.from_env(env={**env, "CLINCONSENSUS_JUDGE_EXTRA_BODY": "[1]"})
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODE", "fast")
-    from clinconsensus_tasks.clinconsensus.lmeval_task import judge_mode
+    from clinconsensus_tasks.clinconsensus.settings import judge_mode_from_env as judge_mode
 
     with pytest.raises(ConfigurationError, match="CLINCONSENSUS_JUDGE_MODE='fast'; choose one of per_criterion, batched"):
         judge_mode()

@@ -12,6 +12,7 @@ from clinconsensus_tasks.fake_openai_server import alt_disagrees, candidate_answ
 from clinconsensus_tasks.judge.client import JudgeSettings
 from clinconsensus_tasks.judge.tools import compare_logs, export_sft, label_agreement, read_labels, rescore
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
+from clinconsensus_tasks.scorers.clinconsensus.cacs import cacs_term, mean
 from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import per_criterion_messages
 
@@ -62,9 +63,11 @@ def test_rescore_lmeval_samples(fake_server, tmp_path):
     metrics = rescore(str(samples), out, settings(fake_server, "judge-alt"), "batched")
     records = read_case_records(out)
     assert len(records) == 12 and {r.judge for r in records} == {"judge-alt"}
-    assert sum(r.result.met for r in records) / 360 == metrics["rubric_accuracy"]
+    # Rubric accuracy is the mean of the per-case shares, which is total met / total judged (30 each).
+    assert mean([r.result.met / 30 for r in records]) == metrics["rubric_accuracy"]
+    assert sum(r.result.met for r in records) / 360 == pytest.approx(metrics["rubric_accuracy"], rel=1e-15)
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    assert lines[0]["cacs@10"][0] == records[0].result.met  # per-case values rewritten too
+    assert lines[0]["cacs@10"] == cacs_term(records[0].result.met, 10)  # per-case values rewritten too
 
 
 def test_agreement_with_human_labels(fake_server, tmp_path, inspect_log):

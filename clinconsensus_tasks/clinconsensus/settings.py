@@ -1,0 +1,50 @@
+"""Settings a ClinConsensus run takes from its user, each checked once, here.
+
+Inspect's ``-T`` parameters, lm-eval's environment variables and ``--metadata``, and the command
+line all pass through these functions, so a wrong value gets the same message whichever way it came
+in. The rules themselves live in the scoring core; this module turns their ``ValueError`` into a
+:class:`ConfigurationError` naming where the value came from.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, parse_thresholds
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, check_judge_mode
+
+ENV_JUDGE_MODE = "CLINCONSENSUS_JUDGE_MODE"
+ENV_N_CRITERIA = "CLINCONSENSUS_N_CRITERIA"
+
+
+def judge_mode(value: str | None, source: str = "judge_mode") -> str:
+    """A judge mode (``per_criterion`` when empty)."""
+    try:
+        return check_judge_mode((value or "").strip() or PER_CRITERION, source)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def thresholds(value: Any, n_criteria: int = DEFAULT_N_CRITERIA, source: str = "thresholds") -> tuple[int, ...]:
+    """The k of Pass@k and CACS@k: distinct integers in 1..N."""
+    try:
+        return parse_thresholds(value, n_criteria, source)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def judge_mode_from_env() -> str:
+    return judge_mode(os.environ.get(ENV_JUDGE_MODE), ENV_JUDGE_MODE)
+
+
+def n_criteria_from_env() -> int:
+    raw = os.environ.get(ENV_N_CRITERIA, "")
+    try:
+        value = int(raw) if raw else DEFAULT_N_CRITERIA
+    except ValueError:
+        raise ConfigurationError(f"{ENV_N_CRITERIA}={raw!r} is not an integer") from None
+    if value < 1:
+        raise ConfigurationError(f"{ENV_N_CRITERIA}={raw!r}: expected a positive number of criteria")
+    return value
