@@ -98,7 +98,7 @@ def test_lm_eval_cli_finds_the_task_after_a_wheel_install(fake_server, tmp_path)
     done = subprocess.run([str(BIN / "clinconsensus-eval"), "summarize", "--json", str(samples_file)], capture_output=True, text=True, check=True, cwd=tmp_path)
     report = json.loads(done.stdout)[str(samples_file)]
     assert report["overall"]["cacs@10"] == metrics["cacs@10"]
-    assert report["breakdowns"]["audience"]["lay"]["cacs@10"] == metrics["cacs@10[audience=lay]"]
+    assert report["breakdowns"]["audience"]["lay"]["cacs@10"] == metrics["cacs@10(audience=lay)"]
 
 
 @pytest.mark.slow

@@ -23,8 +23,7 @@ from inspect_ai.model import (
     get_model,
     model_roles,
 )
-from inspect_ai import Epochs
-from inspect_ai.scorer import Metric, SampleScore, Score, ScoreReducer, Scorer, Target, metric, score_reducer, scorer
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from clinconsensus_tasks.clinconsensus import settings
@@ -46,51 +45,31 @@ def case_to_sample(case: Case) -> Sample:
     return Sample(id=case.case_id, input=case.question, metadata=case.metadata())
 
 
-def graded_cases(score: Score) -> list[GradedCase]:
-    """The per-epoch records of a reduced score (what :func:`clinconsensus_epochs` keeps)."""
-    epochs = (score.metadata or {}).get("epochs")
-    if not isinstance(epochs, list):
-        raise ConfigurationError(
-            "ClinConsensus scores need the task's own epoch reducer ('clinconsensus_epochs'); "
-            "run without --epochs-reducer (other reducers average away the per-case counts)."
-        )
-    return [GradedCase.from_dict(record) for record in epochs]
+HEADLINE_ORDER = ("cacs@10", "cacs@7", "pass@10", "pass@7", "rubric_accuracy")
 
 
-@score_reducer(name="clinconsensus_epochs")
-def clinconsensus_epochs() -> ScoreReducer:
-    """Keep every epoch of a case: the reduced score's metadata lists each epoch's record, so
-    Pass@k and CACS@k average over (case, epoch) observations and failures add up, never averaged
-    away. The value sums the counts, for display."""
-
-    def reduce(scores: list[Score]) -> Score:
-        records = [GradedCase.from_dict(s.metadata or {}) for s in scores]
-        first = scores[0]
-        return Score(
-            value={
-                "met": sum(r.met for r in records),
-                "judged": sum(r.judged for r in records),
-                "failures": sum(r.failures for r in records),
-                "empty": sum(int(r.answer_empty) for r in records),
-            },
-            answer=first.answer,
-            explanation="; ".join(s.explanation or "" for s in scores),
-            metadata={"epochs": [r.to_dict() for r in records]},
-        )
-
-    return reduce
+def headline_first(metrics: dict[str, float]) -> dict[str, float]:
+    """The same metrics with CACS@10 (the paper's headline) and the other headline metrics and
+    their standard errors first: Inspect's results table and Inspect View show the first metric
+    as the task's score."""
+    first = [k for name in HEADLINE_ORDER for k in (name, f"{name}_stderr") if k in metrics]
+    first += [k for k in metrics if k.startswith(("cacs@", "pass@")) and "(" not in k and k not in first]
+    return {**{k: metrics[k] for k in first}, **{k: v for k, v in metrics.items() if k not in first}}
 
 
-@metric(name="clinconsensus")
+@metric(name="clinconsensus", scores="unreduced")
 def clinconsensus_metrics(
     thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA, with_breakdowns: bool = True
 ) -> Metric:
-    """Rubric accuracy, Pass@k, CACS@k with their standard errors (clustered by case when there
-    are several epochs), judge failures and, optionally, breakdowns; with a second judge, its
-    metrics and the agreement of the two."""
+    """Rubric accuracy, Pass@k, CACS@k with their standard errors, judge failures and, optionally,
+    breakdowns; with a second judge, its metrics and the agreement of the two.
+
+    The metric reads every (case, epoch) score, not a reduced one (``scores="unreduced"``): each
+    epoch's :class:`GradedCase` is in its score metadata, a case's epochs are averaged before the
+    cases (standard errors clustered by case), and failed judgments of every epoch add up."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        records = [r for s in scores for r in graded_cases(s.score)]
+        records = [GradedCase.from_dict(s.score.metadata or {}, f"sample {s.sample_id!r}") for s in scores]
         results = [r.result() for r in records]
         out = summarize(results, thresholds, n_criteria)
         out.pop("cases")
@@ -104,7 +83,7 @@ def clinconsensus_metrics(
             if with_breakdowns:
                 local_tables = breakdowns([p.other for p in paired], thresholds, n_criteria)
                 out.update({f"local/{k}": v for k, v in flatten_breakdowns(local_tables).items()})
-        return out
+        return headline_first(out)
 
     return compute
 
@@ -277,6 +256,5 @@ def clinconsensus(
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check),
         scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading, judge_max_tokens),
         metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
-        epochs=Epochs(1, clinconsensus_epochs()),
         metadata={"data_source": loaded.source, "data_sha256": loaded.sha256, "judge_mode": judge_mode},
     )

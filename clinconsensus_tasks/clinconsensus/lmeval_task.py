@@ -33,7 +33,7 @@ from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_THRESHOLDS, CaseResult, case_terms, mean
+from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_THRESHOLDS, CaseResult, case_terms, mean, slice_metric_name
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_MESSAGES
@@ -174,7 +174,8 @@ class LmEvalMetric:
     higher_is_better: bool = True
 
 
-HEADLINE = ("rubric_accuracy", *(f"pass@{k}" for k in DEFAULT_THRESHOLDS), *(f"cacs@{k}" for k in DEFAULT_THRESHOLDS))
+# The headline first (CACS@10, the paper's current headline), as results tables and viewers show the first metric.
+HEADLINE = (*(f"cacs@{k}" for k in reversed(DEFAULT_THRESHOLDS)), *(f"pass@{k}" for k in reversed(DEFAULT_THRESHOLDS)), "rubric_accuracy")
 SLICED = ("rubric_accuracy", *(f"cacs@{k}" for k in DEFAULT_THRESHOLDS))
 AUDIENCES = (LAY, PROFESSIONAL)
 AGREEMENT = {  # metric name -> its aggregation function's name
@@ -189,7 +190,7 @@ AGREEMENT = {  # metric name -> its aggregation function's name
 
 
 def audience_metric(name: str, audience: str) -> str:
-    return f"{name}[audience={audience}]"
+    return slice_metric_name(name, "audience", audience)
 
 
 def metric_list(dual: bool = False) -> list[LmEvalMetric]:

@@ -249,11 +249,10 @@ def _write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: s
     from inspect_ai.log import EvalMetric, read_eval_log, write_eval_log
     from inspect_ai.scorer import SampleScore, Score
 
-    from clinconsensus_tasks.clinconsensus.inspect_task import INSPECT_SCORER, clinconsensus_epochs, clinconsensus_metrics
+    from clinconsensus_tasks.clinconsensus.inspect_task import INSPECT_SCORER, clinconsensus_metrics
 
     log = read_eval_log(str(source))
-    by_sample: dict[Any, list[Score]] = defaultdict(list)
-    metadata = {}
+    scores = []
     for sample, record in zip(log.samples or [], fresh):
         old = sample.scores[INSPECT_SCORER]
         sample.scores[INSPECT_SCORER] = Score(
@@ -262,10 +261,7 @@ def _write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: s
             explanation=f"{record.met}/{record.judged} criteria met (re-graded by {judge}, {mode})",
             metadata=record.to_dict(),
         )
-        by_sample[sample.id].append(sample.scores[INSPECT_SCORER])
-        metadata[sample.id] = sample.metadata
-    reduce = clinconsensus_epochs()
-    scores = [SampleScore(score=reduce(group), sample_id=sid, sample_metadata=metadata[sid]) for sid, group in by_sample.items()]
+        scores.append(SampleScore(score=sample.scores[INSPECT_SCORER], sample_id=sample.id, sample_metadata=sample.metadata))
     values = clinconsensus_metrics()(scores)
     if log.results and log.results.scores:
         log.results.scores[0].metrics = {k: EvalMetric(name=k, value=float(v)) for k, v in values.items()}

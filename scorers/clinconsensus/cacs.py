@@ -237,8 +237,15 @@ def breakdowns(
     return out
 
 
+def slice_metric_name(name: str, dimension: str, label: str) -> str:
+    """The name of a metric over one slice, ``cacs@10(subject=心血管内科)``: the one naming rule for
+    both frameworks. Parentheses, not brackets: Inspect's terminal reads ``[...]`` as markup and
+    would drop it."""
+    return f"{name}({dimension}={label})"
+
+
 def flatten_breakdowns(tables: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict[str, float]:
-    """Flatten :func:`breakdowns` into ``"cacs@10[subject=心血管内科]"``-style keys.
+    """Flatten :func:`breakdowns` into ``"cacs@10(subject=心血管内科)"``-style keys.
 
     Case counts are left out: they are not metrics.
     """
@@ -247,5 +254,5 @@ def flatten_breakdowns(tables: Mapping[str, Mapping[str, Mapping[str, float]]]) 
         for label, stats in labels.items():
             for name, value in stats.items():
                 if name != "cases":
-                    flat[f"{name}[{dim}={label}]"] = value
+                    flat[slice_metric_name(name, dim, label)] = value
     return flat

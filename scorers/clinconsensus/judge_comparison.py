@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa, pearson, percent_agreement, verdict_report
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, cacs_at_k, summarize
+from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, cacs_at_k, slice_metric_name, summarize
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,6 @@ def comparison_metrics(
         for dim in AGREEMENT_DIMENSIONS:
             for label in sorted(groups.get(dim, {})):
                 matrix = groups[dim][label]
-                out[f"agreement/percent[{dim}={label}]"] = percent_agreement(matrix)
-                out[f"agreement/kappa[{dim}={label}]"] = cohen_kappa(matrix)
+                out[slice_metric_name("agreement/percent", dim, label)] = percent_agreement(matrix)
+                out[slice_metric_name("agreement/kappa", dim, label)] = cohen_kappa(matrix)
     return out

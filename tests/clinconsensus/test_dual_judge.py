@@ -69,11 +69,11 @@ def test_inspect_grader_and_local_grader(fake_server, tmp_path):
     )
     for subject, matrix in per_subject.items():
         want = cohen_kappa(matrix)
-        got = metrics.get(f"agreement/kappa[subject={subject}]")
+        got = metrics.get(f"agreement/kappa(subject={subject})")
         assert (math.isnan(want) and got is None) or got == pytest.approx(want, abs=1e-15), subject
     # Every metric for each judge: the local judge's breakdowns too.
     local_subject = summarize([r for r in other_rows if "心血管内科" in r.slices["subject"]])
-    assert metrics["local/cacs@10[subject=心血管内科]"] == local_subject["cacs@10"]
+    assert metrics["local/cacs@10(subject=心血管内科)"] == local_subject["cacs@10"]
     # Both judges' verdicts are logged per criterion.
     sample = log.samples[0].scores["rubric_scorer"]
     assert len(sample.metadata["judgments"]) == len(sample.metadata["local_judgments"]) == 30

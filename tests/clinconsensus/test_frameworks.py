@@ -31,7 +31,7 @@ def test_both_frameworks_report_identical_metrics(fake_server, tmp_path):
     assert {k: inspect_metrics[k] for k in HEADLINE} == expected
     assert {k: lmeval_metrics[k] for k in HEADLINE} == expected
     # The audience breakdown is in both results and equal to the last bit.
-    for key in ("cacs@10[audience=lay]", "cacs@7[audience=professional]", "rubric_accuracy[audience=lay]"):
+    for key in ("cacs@10(audience=lay)", "cacs@7(audience=professional)", "rubric_accuracy(audience=lay)"):
         assert inspect_metrics[key] == lmeval_metrics[key]
     # Standard errors: lm-eval computes them itself from the per-case values (its own mean's
     # closed form); Inspect's metric computes the same formula. Equal, and equal to the formula.
@@ -161,7 +161,7 @@ def test_summarize_recomputes_the_same_metrics_from_either_log(fake_server, tmp_
     from_inspect, from_lmeval = report[log.location], report[str(samples)]
     assert from_inspect == from_lmeval
     assert from_inspect["overall"]["cacs@10"] == inspect_metrics["cacs@10"]
-    assert from_inspect["breakdowns"]["subject"]["心血管内科"]["cacs@10"] == inspect_metrics["cacs@10[subject=心血管内科]"]
+    assert from_inspect["breakdowns"]["subject"]["心血管内科"]["cacs@10"] == inspect_metrics["cacs@10(subject=心血管内科)"]
     assert set(from_inspect["breakdowns"]) == {"difficulty", "subject", "task", "audience"}
     assert "pass@5" in from_inspect["overall"]
 

@@ -27,7 +27,7 @@ def test_headline_metrics_use_lmevals_own_mean():
     aggregations = {m.name: m.aggregation for m in metric_list(dual=True)}
     for name in ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10", "local/cacs@10"):
         assert aggregations[name] == "mean"
-    assert aggregations["judge_failures"] == "total" and aggregations["cacs@10[audience=lay]"] == "slice_mean"
+    assert aggregations["judge_failures"] == "total" and aggregations["cacs@10(audience=lay)"] == "slice_mean"
     assert aggregations["agreement/kappa"] == "agreement_kappa"
 
 
@@ -43,7 +43,7 @@ def test_per_document_values(monkeypatch):
     assert values["rubric_accuracy"] == 10 / 30 and values["pass@10"] == 1.0 and values["cacs@7"] == 4 / 24
     assert values["pass@5"] == 1.0 and values["cacs@5"] == 6 / 26  # a --metadata threshold
     assert values["judge_failures"] == 2 and values["empty_answers"] == 0
-    assert values["cacs@10[audience=lay]"] == 1 / 21 and values["cacs@10[audience=professional]"] is None
+    assert values["cacs@10(audience=lay)"] == 1 / 21 and values["cacs@10(audience=professional)"] is None
     assert "agreement/kappa" not in values
     assert slice_mean([None, 0.5, None, 0.25]) == 0.375
     assert str(slice_mean([None, None])) == "nan" and total([2, 0, 1]) == 3.0

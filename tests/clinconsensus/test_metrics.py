@@ -70,6 +70,6 @@ def test_breakdowns_count_multi_label_cases_in_each_label():
     assert tables["audience"]["professional"]["cacs@10"] == 1.0
     assert "task" not in tables
     flat = flatten_breakdowns(tables)
-    assert flat["cacs@10[subject=内科]"] == pytest.approx(11 / 21)
-    assert flat["rubric_accuracy[difficulty=low]"] == pytest.approx(40 / 60)
+    assert flat["cacs@10(subject=内科)"] == pytest.approx(11 / 21)
+    assert flat["rubric_accuracy(difficulty=low)"] == pytest.approx(40 / 60)
     assert not any(key.startswith("cases") for key in flat)

@@ -122,10 +122,10 @@ def test_breakdowns_and_agreement_equal_logged_metrics(runs):
         table = markdown_table(md, title)
         for model in ("openai-api/cand/cand-model", "openai-api/cand/dual-model"):
             metrics = runs["logs"][model][1]
-            labels = [k[len(f"cacs@10[{dim}="):-1] for k in metrics if k.startswith(f"cacs@10[{dim}=")]
+            labels = [k[len(f"cacs@10({dim}="):-1] for k in metrics if k.startswith(f"cacs@10({dim}=")]
             assert labels
             for label in labels:
-                assert table[model][label] == f"{metrics[f'cacs@10[{dim}={label}]']:.4f}", (model, label)
+                assert table[model][label] == f"{metrics[f'cacs@10({dim}={label})']:.4f}", (model, label)
     agreement = markdown_table(md, "Judge agreement (dual-judge runs)")
     assert list(agreement) == ["openai-api/cand/dual-model"]  # the single-judge run has no agreement
     row, metrics = agreement["openai-api/cand/dual-model"], runs["logs"]["openai-api/cand/dual-model"][1]
