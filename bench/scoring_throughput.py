@@ -8,6 +8,11 @@ second for each metric and the total CPU seconds (target: under 5 s on a 2-core 
 if a sentence-transformers model is available (``--similarity-model`` or
 ``CLIMEDBENCH_SIMILARITY_MODEL``), the WTD embedding rate in answer/reference pairs per second.
 
+Perturbation (the robustness variant, needs the ``robustness`` extra): CPU time to perturb the
+questions of 33,735 items in the paper's proportions (all 14 scenarios, sample items cycled with
+distinct ids, so every perturbation is drawn afresh) at the default 12% with all four kinds,
+after the one-off building of the character tables, which is printed apart (target: under 5 s).
+
 Usage: python bench/scoring_throughput.py [--similarity-model PATH]
 The last line printed is one JSON object.
 """
@@ -22,6 +27,7 @@ import time
 from collections import defaultdict
 
 from clinconsensus_tasks.climedbench.dataset import load_scenario
+from clinconsensus_tasks.scorers.climedbench.perturbation import homophone_table, perturb, shape_table, traditional_table
 from clinconsensus_tasks.scorers.climedbench.scenarios import CHOICE, ORDER, SCENARIOS, SIMILARITY, score_answer
 
 TOTAL = 33735
@@ -64,6 +70,25 @@ def build_items(rng: random.Random) -> list[tuple[str, dict, str]]:
     return rows
 
 
+def perturbation_cost() -> dict[str, float]:
+    """CPU seconds to build the character tables once, then to perturb 33,735 questions."""
+    paper_total = sum(s.paper_items for s in SCENARIOS.values())
+    questions = []
+    for code, scenario in SCENARIOS.items():
+        base = load_scenario(code, announce=False).items
+        n = round(TOTAL * scenario.paper_items / paper_total)
+        questions += [(base[i % len(base)]["question"], f"{base[i % len(base)]['id']}#{i}") for i in range(n)]
+    started = time.process_time()
+    shape_table(), homophone_table(), traditional_table()
+    tables = time.process_time() - started
+    started = time.process_time()
+    changed = sum(perturb(question, item_id).changed for question, item_id in questions)
+    seconds = time.process_time() - started
+    chars = sum(len(q) for q, _ in questions)
+    return {"items": len(questions), "tables_cpu_seconds": round(tables, 3), "cpu_seconds": round(seconds, 3),
+            "share_changed": round(changed / chars, 4)}
+
+
 def wtd_rate(model_name: str, pairs: int = 807) -> float:
     from clinconsensus_tasks.climedbench.similarity import cosine_similarities, load_model
 
@@ -99,6 +124,11 @@ def main() -> None:
     for metric, rate in rates.items():
         print(f"  {metric:12} {rate:>10,} items/s")
     result = {"cpu_seconds": round(cpu_seconds, 3), "items_per_second": rates}
+    cost = perturbation_cost()
+    print(f"perturbed {cost['items']} questions (12%, all four kinds) in {cost['cpu_seconds']:.2f} s of CPU "
+          f"(target < 5 s) after {cost['tables_cpu_seconds']:.2f} s building the character tables once; "
+          f"{cost['share_changed']:.2%} of characters changed")
+    result["perturbation"] = cost
     if args.similarity_model:
         rate = wtd_rate(args.similarity_model)
         print(f"  WTD similarity with {args.similarity_model}: {rate:,.0f} pairs/s (embedding, 807 pairs)")

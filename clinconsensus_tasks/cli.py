@@ -14,6 +14,8 @@
   several models (see ``report``).
 * ``estimate [DATA]``: judge calls and tokens of a run before it starts (see ``judge.estimate``).
 * ``compare-models BASELINE CANDIDATE``: the regression gate (see ``report.compare_models``).
+* ``robustness CLEAN_RUN VARIANT_RUN``: CliMedBench's score drop under a variant (perturbed, NOTA,
+  CoT), per scenario and overall, items paired, with paired bootstrap intervals.
 * ``compare``, ``agreement``, ``rescore``, ``export-sft``: judge agreement (two judges or two judge
   modes; judges against human labels), re-grading stored answers with another judge or mode, and
   SFT data for training a local judge (see ``judge_tools``).
@@ -259,6 +261,14 @@ def _cat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _robustness(args: argparse.Namespace) -> int:
+    from clinconsensus_tasks.climedbench.robustness import format_robustness, robustness
+
+    report = robustness(args.clean_run, args.variant_run, args.iterations, args.seed)
+    print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else format_robustness(report))
+    return 0
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Every option's help ends with its default. Options whose default is ``None`` say in their own
     words what happens when they are left out (an environment variable, "all", ...)."""
@@ -394,6 +404,14 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(func=_cat)
 
     from clinconsensus_tasks.report.html_report import add_report_arguments, main_report
+
+    p = command(sub, "robustness", "CliMedBench: paired score drop of a variant run (perturbed, nota, cot) against a clean run")
+    p.add_argument("clean_run", help="clean run: Inspect log, lm-eval samples_climedbench_*.jsonl, or a folder of them")
+    p.add_argument("variant_run", help="variant run of the same items and model, in the same forms")
+    p.add_argument("--iterations", type=int, default=2000, help="paired bootstrap resamples")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_robustness)
 
     p = command(sub, "report", "one self-contained HTML report with charts (and report.md) from the logs of several models")
     add_report_arguments(p)

@@ -19,7 +19,9 @@ under test is the same client code that talks to a user's endpoint:
 * CliMedBench prompts (recognised by the project's clinician-role opening line) get an answer in
   one of the shapes real models use, chosen by :func:`climedbench_answer`: a letter after a marker,
   a bare or full-width letter, an ordering with arrows, a keyword list, a free-text comment, or
-  now and then nothing usable;
+  now and then nothing usable; chain-of-thought prompts get the same answer after a reasoning
+  block, or now and then a block that never closes. The prompts received are kept
+  (:meth:`FakeOpenAIServer.climedbench_prompts`), so tests can compare what each framework sent;
 * a candidate model name containing ``thinker`` answers like a reasoning model served without a
   reasoning parser: ``<think>...</think>`` then the same answer as any other candidate; one
   containing ``truncated`` is cut off while thinking (an unclosed ``<think>``, finish reason
@@ -130,6 +132,14 @@ def climedbench_answer(prompt: str, model: str = "") -> str:
     model names containing ``examinee``, on the model too (so several examinees differ)."""
     from clinconsensus_tasks.scorers.climedbench.scenarios import ANSWER_FORMATS, CHOICE, KEYWORDS, ORDER
 
+    from clinconsensus_tasks.scorers.climedbench.variants import COT_FORMATS
+
+    for kind, cot in COT_FORMATS.items():
+        if prompt.rstrip().endswith(cot):
+            plain = climedbench_answer(prompt.rstrip()[: -len(cot)] + ANSWER_FORMATS[kind], model)
+            if _digest("cot", prompt) % 8 == 0:
+                return "<思考>先梳理题干中的关键信息，再逐一分析……"  # cut off: no answer after the reasoning
+            return f"<思考>先梳理题干中的关键信息，答案：A 似乎可以，但还需排除其他可能。</思考>\n{plain}"
     h = _digest("climedbench", prompt, model if "examinee" in model else "")
     letters = _OPTION_LINE.findall(prompt)
     if prompt.rstrip().endswith(ANSWER_FORMATS[ORDER]):
@@ -221,6 +231,7 @@ class _State:
         self.judge_temperatures: Counter[str] = Counter()
         self.statuses: Counter[int] = Counter()
         self.seen: Counter[str] = Counter()  # request body hash -> times seen (attempt number)
+        self.climedbench_prompts: list[str] = []  # user messages of CliMedBench candidate requests
         self.input_chars = 0
         self.output_chars = 0
         self.judge_input_chars = 0
@@ -345,6 +356,8 @@ class _Handler(BaseHTTPRequestHandler):
             kind, status, content = "candidate", 200, candidate_answer(user, state.answer_chars) + INJECTION
         elif user.startswith(_CLIMEDBENCH_ROLE):
             kind, status, content = "candidate", 200, climedbench_answer(user, model)
+            with state.lock:
+                state.climedbench_prompts.append(user)
         else:
             kind, status, content = "candidate", 200, candidate_answer(user, state.answer_chars)
         with state.lock:
@@ -486,6 +499,11 @@ class FakeOpenAIServer:
 
     def reset(self) -> None:
         self._server.state.reset()
+
+    def climedbench_prompts(self) -> list[str]:
+        """The CliMedBench prompts received since the last reset, in arrival order."""
+        with self._server.state.lock:
+            return list(self._server.state.climedbench_prompts)
 
     def set_latency(self, seconds: float) -> None:
         self._server.state.latency = seconds

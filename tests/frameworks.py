@@ -1,4 +1,4 @@
-"""Helpers that run ClinConsensus through each framework against the fake server."""
+"""Helpers that run ClinConsensus and CliMedBench through each framework against the fake server."""
 
 from __future__ import annotations
 
@@ -82,3 +82,17 @@ def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "jud
     metrics = {k.split(",")[0]: v for k, v in task.items()
                if k.endswith(",judge") and (bootstrap_iters or "_stderr" not in k) and "_tokens" not in k}
     return results, metrics
+
+
+def run_lmeval_tasks(base_url: str, tasks) -> dict:
+    """lm-eval's ``simple_evaluate`` on ``tasks`` with the server as the chat model, samples logged."""
+    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+
+    return simple_evaluate(
+        tasks=list(tasks),
+        model="local-chat-completions",
+        model_args={"model": "cand-model", "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
+        apply_chat_template=True,
+        log_samples=True,
+        bootstrap_iters=0,
+    )

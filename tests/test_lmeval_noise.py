@@ -36,5 +36,5 @@ def test_a_climedbench_run_logs_no_metadata_hint(fake_server, caplog):
             bootstrap_iters=0,
         )
     assert set(results["results"]) == {"climedbench_sso", "climedbench_cpr"}
-    assert fake_server.stats()["calls"] == {"cand-model": 17}
+    assert fake_server.stats()["calls"] == {"cand-model": 20}  # 10 bundled items per scenario
     assert not [r for r in caplog.records if "--metadata" in r.getMessage()]

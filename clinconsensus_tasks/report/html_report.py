@@ -40,6 +40,8 @@ from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult
 from clinconsensus_tasks.report.costs import judge_usage, usage_rows
 from clinconsensus_tasks.scorers.usage import Prices
+from clinconsensus_tasks.scorers.climedbench.length_deciles import DECILES, decile_metric, decile_scores
+from clinconsensus_tasks.scorers.climedbench.robustness import OVERALL, paired_drops
 
 HEADLINE = ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10")
 CURVE_KS = range(1, 31)
@@ -93,8 +95,20 @@ class MedRun:
     def rows(self) -> list[tuple[str, float, bool]]:
         return [r.row for r in self.results]
 
+    @property
+    def variant(self) -> str:
+        """How the run asked its items: ``clean``, ``perturbed``, ``nota``, ``cot`` (several: joined by commas)."""
+        return _variant(self.results)
+
     def summary(self) -> dict[str, float]:
         return cmb.summarize(self.rows)
+
+    def decile_summary(self) -> dict[str, float]:
+        """Scores per input-length decile, from the items whose log carries their decile."""
+        return decile_scores((r.scenario, r.length_decile, r.value) for r in self.results if r.length_decile)
+
+    def item_scores(self) -> dict[tuple[str, str], float]:
+        return {(r.scenario, r.item_id): r.value for r in self.results}
 
 
 @dataclass
@@ -153,7 +167,8 @@ def _read_inspect(path: Path, runs: Runs) -> None:
         n = int((log.eval.task_args or {}).get("n_criteria") or DEFAULT_N_CRITERIA)
         runs.clin.append(ClinRun(name, str(path), read_case_records(path), n, meta))
     elif task.startswith("climedbench"):
-        runs.med.append(MedRun(name, str(path), _climedbench_results(path), meta))
+        results = _climedbench_results(path)
+        runs.med.append(MedRun(_run_name(name, _variant(results)), str(path), results, meta))
     else:
         raise ValueError(f"{path}: task {log.eval.task!r} is neither ClinConsensus nor CliMedBench")
 
@@ -174,6 +189,15 @@ def model_display_name(model: str) -> str:
     if len(parts) >= 2 and "__" not in model:
         return "/".join(parts[1:])
     return model.replace("__", "/")
+
+
+def _variant(results: Sequence[ItemResult]) -> str:
+    """The variant a run asked its items in (``clean``, ``perturbed`` ...; several joined by commas)."""
+    return ",".join(sorted({r.variant for r in results})) or "clean"
+
+
+def _run_name(model: str, variant: str) -> str:
+    return model if variant == "clean" else f"{model} [{variant}]"
 
 
 LMEVAL_SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d.-]+)\.jsonl$")
@@ -207,19 +231,23 @@ def _lmeval_meta(path: Path, tasks: Sequence[str] | None = None) -> dict[str, An
 
 def _read_lmeval_climedbench(paths: Sequence[Path], runs: Runs) -> None:
     """One lm-eval CliMedBench run from its samples files (one per scenario task, same folder and
-    timestamp): one CliMedBench run in the report, as in Inspect."""
-    rows, tasks, used = [], [], []
+    timestamp): one CliMedBench run in the report, as in Inspect. Variant tasks run in the same
+    call (``--tasks climedbench,climedbench_perturbed``) make one run per variant."""
+    by_variant: dict[str, tuple[list[ItemResult], list[str], list[Path]]] = {}
     for path in sorted(paths):  # the same run whichever order the files were named in
         found = _climedbench_results(path)
         if not found:
             runs.skipped.append((str(path), "no samples"))
             continue
-        rows += found
-        used.append(path)
         match = LMEVAL_SAMPLES.match(path.name)
-        tasks.append(match.group("task") if match else path.stem)
-    if rows:
-        runs.med.append(MedRun(model_display_name(used[0].parent.name), ", ".join(map(str, used)), rows, _lmeval_meta(used[0], tasks)))
+        for variant in sorted({r.variant for r in found}):
+            rows, tasks, used = by_variant.setdefault(variant, ([], [], []))
+            rows += [r for r in found if r.variant == variant]
+            used.append(path)
+            tasks.append(match.group("task") if match else path.stem)
+    for variant, (rows, tasks, used) in by_variant.items():
+        name = _run_name(model_display_name(used[0].parent.name), variant)
+        runs.med.append(MedRun(name, ", ".join(map(str, used)), rows, _lmeval_meta(used[0], tasks)))
 
 
 def _read_lmeval_results(path: Path) -> dict[str, Any]:
@@ -379,8 +407,8 @@ def _legend(names: Sequence[str], x: float, y: float) -> list[str]:
     return out
 
 
-def line_chart(series: Mapping[str, Sequence[float]], xs: Sequence[int], title: str, ylabel: str) -> str:
-    """Lines over integer x (the CACS@k curve); y from 0 to 1."""
+def line_chart(series: Mapping[str, Sequence[float]], xs: Sequence[int], title: str, ylabel: str, xlabel: str = "k") -> str:
+    """Lines over integer x (the CACS@k curve, the length-decile curve); y from 0 to 1."""
     h, left, top, plot_w, plot_h = 380, 60, 30, 560, 300
     w = round(left + plot_w + 20 + legend_width(list(series)))
     body = [_text(w / 2, 18, title, size=14, extra='font-weight="bold"')]
@@ -392,7 +420,7 @@ def line_chart(series: Mapping[str, Sequence[float]], xs: Sequence[int], title: 
     for x in xs:
         if x == 1 or x % 5 == 0:
             body.append(_text(sx(x), top + plot_h + 16, x))
-    body.append(_text(left + plot_w / 2, top + plot_h + 34, "k"))
+    body.append(_text(left + plot_w / 2, top + plot_h + 34, xlabel))
     body.append(_text(16, top + plot_h / 2, ylabel, extra=f'transform="rotate(-90 16 {top + plot_h / 2})"'))
     for i, (name, ys) in enumerate(series.items()):
         points = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(xs, ys))
@@ -650,6 +678,41 @@ def med_section(runs: Sequence[MedRun]) -> Section:
     failures = {n: [s.get(f"{c}/parse_failure") for c in codes] for n, s in summaries.items()}
     section.charts.append(bar_chart(codes, failures, "Parse failures per scenario (share of answers)"))
     section.tables.append(Table("Parse failures per scenario", ["model", *codes], [[n, *map(_f, v)] for n, v in failures.items()]))
+    deciles = {r.name: r.decile_summary() for r in runs}
+    curves = {n: [d.get(decile_metric(k), 0.0) for k in DECILES] for n, d in deciles.items() if d}
+    if curves:
+        section.charts.append(line_chart(curves, list(DECILES), "Score per input-length decile (1 shortest, 10 longest)", "score", "decile"))
+        section.tables.append(Table("Score per input-length decile (unweighted mean over scenarios)", ["model", *map(str, DECILES)],
+                                    [[n, *[_f(deciles[n].get(decile_metric(k))) for k in DECILES]] for n in curves]))
+    return section
+
+
+def robustness_section(runs: Sequence[MedRun], resamples: int, seed: int) -> Section | None:
+    """Clean against each variant of the same model, per scenario: paired drops with intervals."""
+    pooled: dict[tuple[str, str], dict[tuple[str, str], float]] = {}
+    for run in runs:
+        model = model_display_name(str(run.meta.get("model") or run.name))  # the leaderboard's name, framework aside
+        pooled.setdefault((model, run.variant), {}).update(run.item_scores())
+    rows, codes = [], [c for c in cmb.SCENARIOS]
+    for (model, variant), scores in pooled.items():
+        clean = pooled.get((model, "clean"))
+        if variant == "clean" or not clean or not set(clean) & set(scores):
+            continue
+        drops, unpaired = paired_drops(clean, scores, resamples, seed)
+        by = {d.scope: d for d in drops}
+        rows.append([model, variant, f"{_f(by[OVERALL].drop)} {_ci((by[OVERALL].low, by[OVERALL].high))}",
+                     str(by[OVERALL].items), str(unpaired["only_clean"]),
+                     *[f"{_f(by[c].clean)} → {_f(by[c].variant)}" if c in by else "" for c in codes]])
+    if not rows:
+        return None
+    section = Section("CliMedBench robustness")
+    used = [c for i, c in enumerate(codes) if any(row[5 + i] for row in rows)]
+    keep = [5 + codes.index(c) for c in used]
+    section.tables.append(Table("Clean against each variant (drop = clean - variant, items paired)",
+                                ["model", "variant", "overall drop [95% CI]", "paired items", "left out", *[f"{c} clean → variant" for c in used]],
+                                [row[:5] + [row[i] for i in keep] for row in rows]))
+    section.notes.append(f"Intervals: paired percentile bootstrap over items within each scenario, {resamples} resamples, "
+                         f"numpy Generator seed {seed}; the overall drop is the unweighted mean of the scenario drops.")
     return section
 
 
@@ -763,6 +826,9 @@ def build_report(
     if not runs.clin and not runs.med:
         raise ValueError("no finished ClinConsensus or CliMedBench runs among the logs")
     sections = ([clin_section(runs.clin, resamples, seed, prices)] if runs.clin else []) + ([med_section(runs.med)] if runs.med else [])
+    robust = robustness_section(runs.med, resamples, seed) if runs.med else None
+    if robust is not None:
+        sections.append(robust)
     if baseline:
         sections.append(baseline_section(baseline, runs, resamples, seed))
     sections.append(metadata_section(runs))

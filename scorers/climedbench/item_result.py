@@ -15,7 +15,9 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
+from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_metric
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, score_answer, score_similarity
+from clinconsensus_tasks.scorers.climedbench.variants import CLEAN, VARIANTS, final_answer
 
 
 def item_key(code: str, item_id: str) -> str:
@@ -30,7 +32,9 @@ class ItemResult:
     ``value`` is the scenario's metric (accuracy 0/1, Kendall's tau, ROUGE-1 F1 or cosine
     similarity); ``parsed`` is False when nothing could be read from the answer (the value is then
     0 and the answer counts in ``parse_failure``). ``similarity_model`` names the embedding model
-    of a WTD score and is ``None`` for every other scenario.
+    of a WTD score and is ``None`` for every other scenario. ``variant`` is how the item was asked
+    (``clean``, ``perturbed``, ``nota`` or ``cot``; ``answer`` is then the final answer the rules
+    read) and ``length_decile`` its input-length decile within its scenario (1..10; 0: unknown).
     """
 
     item_id: str
@@ -40,10 +44,16 @@ class ItemResult:
     answer: str = ""
     epoch: int = 1
     similarity_model: str | None = None
+    variant: str = CLEAN
+    length_decile: int = 0
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
             raise ValueError(f"unknown CliMedBench scenario {self.scenario!r}; known: {', '.join(SCENARIOS)}")
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown CliMedBench variant {self.variant!r}; known: {', '.join(VARIANTS)}")
+        if not 0 <= self.length_decile <= 10:
+            raise ValueError(f"length_decile must be within 0 and 10, got {self.length_decile}")
 
     @property
     def metric(self) -> str:
@@ -80,7 +90,8 @@ class ItemResult:
             raise ValueError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}")
         if not isinstance(data["parsed"], bool):
             raise ValueError(f"{where}: field 'parsed': expected true or false, got {data['parsed']!r}")
-        return cls(**{**data, "value": float(data["value"]), "epoch": int(data.get("epoch", 1))})
+        return cls(**{**data, "value": float(data["value"]), "epoch": int(data.get("epoch", 1)),
+                      "length_decile": int(data.get("length_decile", 0))})
 
     # -- the Inspect Score -----------------------------------------------------------------------
 
@@ -89,6 +100,10 @@ class ItemResult:
         metadata: dict[str, Any] = {"scenario": self.scenario, "metric": self.metric}
         if self.similarity_model is not None:
             metadata["similarity_model"] = self.similarity_model
+        if self.variant != CLEAN:
+            metadata["variant"] = self.variant
+        if self.length_decile:
+            metadata["length_decile"] = self.length_decile
         return {
             "value": {"value": self.value, "parsed": 1.0 if self.parsed else 0.0},
             "answer": self.answer,
@@ -100,14 +115,19 @@ class ItemResult:
     def from_score_fields(cls, item_id: str, scenario: str, value: Mapping[str, Any], answer: str | None,
                           metadata: Mapping[str, Any] | None, epoch: int = 1) -> ItemResult:
         """Inverse of :meth:`score_fields` (for one logged, unreduced sample score)."""
+        metadata = metadata or {}
         return cls(item_id, scenario, float(value["value"]), float(value["parsed"]) >= 0.5, answer or "", epoch,
-                   (metadata or {}).get("similarity_model"))
+                   metadata.get("similarity_model"), str(metadata.get("variant", CLEAN)), int(metadata.get("length_decile", 0)))
 
     # -- lm-eval per-document values -----------------------------------------------------------
 
     def lmeval_metrics(self) -> dict[str, float]:
-        """What ``process_results`` returns: the scenario's metric, ``score`` and ``parse_failure``."""
-        return {self.metric: self.value, "score": self.value, "parse_failure": 0.0 if self.parsed else 1.0}
+        """What ``process_results`` returns: the scenario's metric, ``score``, ``parse_failure`` and,
+        when the decile is known, ``length_decile_<d>`` (the scenario YAMLs list all ten)."""
+        out = {self.metric: self.value, "score": self.value, "parse_failure": 0.0 if self.parsed else 1.0}
+        if self.length_decile:
+            out[decile_metric(self.length_decile)] = self.value
+        return out
 
     @classmethod
     def from_lmeval_sample(cls, sample: Mapping[str, Any], where: str) -> ItemResult | None:
@@ -127,21 +147,28 @@ class ItemResult:
             return None
         if "parse_failure" not in sample:
             raise ValueError(f"{where}: field 'parse_failure' missing next to {metric!r}")
-        answer, model = _lmeval_answer(sample, code)
+        variant = str(doc.get("variant", CLEAN))
+        answer, model = _lmeval_answer(sample, code, variant)
         try:
             value, failure = float(sample[metric]), float(sample["parse_failure"])
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{where}: field {metric!r} or 'parse_failure': not a number ({exc})") from exc
-        return cls(str(doc["id"]), code, value, failure < 0.5, answer, similarity_model=model)
+        try:
+            decile = int(doc.get("length_decile", 0))
+            return cls(str(doc["id"]), code, value, failure < 0.5, answer, similarity_model=model, variant=variant,
+                       length_decile=decile)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{where}: field 'doc.variant' or 'doc.length_decile': {exc}") from exc
 
 
-def _lmeval_answer(sample: Mapping[str, Any], code: str) -> tuple[str, str | None]:
-    """The answer text of an lm-eval sample; WTD's filter wraps it with its cosine and model."""
+def _lmeval_answer(sample: Mapping[str, Any], code: str, variant: str) -> tuple[str, str | None]:
+    """The final answer of an lm-eval sample (as the Inspect scorer logs it); WTD's filter wraps it,
+    already final, with its cosine and model."""
     responses = sample.get("filtered_resps") or [""]
     first = responses[0] if isinstance(responses, list) else responses
     text = first if isinstance(first, str) else str(first)
     if SCENARIOS[code].kind != SIMILARITY:
-        return text, None
+        return final_answer(text, variant), None
     try:
         record = json.loads(text)
         return str(record["answer"]), record.get("similarity_model")
@@ -150,9 +177,12 @@ def _lmeval_answer(sample: Mapping[str, Any], code: str) -> tuple[str, str | Non
 
 
 def score_item(code: str, item: Mapping[str, Any], answer: str | None, *, cosine: float | None = None,
-               similarity_model: str | None = None, epoch: int = 1) -> ItemResult:
+               similarity_model: str | None = None, epoch: int = 1, variant: str = CLEAN,
+               length_decile: int = 0) -> ItemResult:
     """Score ``answer`` to ``item`` of scenario ``code`` with its rule.
 
+    ``answer`` is what the extraction rules read: under a variant, the caller passes
+    ``variants.final_answer(completion, variant)`` (WTD's caller embeds that same text).
     WTD is scored from ``cosine``, the similarity of answer and reference embeddings, which the
     caller computes with its own batching (an empty answer needs none and is a parse failure).
     """
@@ -164,4 +194,4 @@ def score_item(code: str, item: Mapping[str, Any], answer: str | None, *, cosine
         value, parsed = score_similarity(answer, cosine if cosine is not None else 0.0)
     else:
         value, parsed = score_answer(scenario, item, answer)
-    return ItemResult(str(item["id"]), code, value, parsed, answer, epoch, similarity_model)
+    return ItemResult(str(item["id"]), code, value, parsed, answer, epoch, similarity_model, variant, length_decile)

@@ -34,7 +34,7 @@ def examinee_logs(fake_server, tmp_path):
 def test_calibrate_run_and_resume(fake_server, tmp_path, examinee_logs):
     bank_path = tmp_path / "bank.json"
     bank = cat_commands.calibrate(examinee_logs, bank_path, model="2PL")
-    assert len(bank) == 43 and set(bank.scenario_codes()) == set(SCENARIOS.split(","))
+    assert len(bank) == 10 * 5 and set(bank.scenario_codes()) == set(SCENARIOS.split(","))
     assert bank.provenance["models"] == [f"openai-api/cand/examinee-{n}" for n in range(1, 6)]
     assert ItemBank.load(bank_path).fingerprint() == bank.fingerprint()
 
@@ -66,7 +66,7 @@ def test_synthesize_examinees_and_calibrate_with_them(fake_server, tmp_path, exa
                                             "openai-api/cand/examinee-7/reflection"}
     assert fake_server.stats()["kinds"]["candidate"] >= 18  # three model calls per item
     bank = cat_commands.calibrate([*examinee_logs, str(records)], tmp_path / "bank.json", model="1PL")
-    assert len(bank.provenance["models"]) == 8 and len(bank) == 43
+    assert len(bank.provenance["models"]) == 8 and len(bank) == 10 * 5
 
 
 def test_calibration_needs_two_models(fake_server, tmp_path, examinee_logs):
@@ -99,4 +99,4 @@ def test_calibrate_from_lmeval_sample_files(fake_server, tmp_path, monkeypatch):
     assert {m for m, *_ in records} == {"examinee-1", "examinee-2", "examinee-3"}
     assert {i.split(":")[0] for _, i, _, _ in records} == {"ID1", "SSO"}
     bank = cat_commands.calibrate(files, tmp_path / "bank.json", model="2PL")
-    assert len(bank) == 9 + 8 and bank.provenance["models"] == ["examinee-1", "examinee-2", "examinee-3"]
+    assert len(bank) == 10 + 10 and bank.provenance["models"] == ["examinee-1", "examinee-2", "examinee-3"]

@@ -31,10 +31,11 @@ def test_score_item_is_the_scenario_rule_with_its_context():
 
 def test_round_trip_through_a_plain_dict_and_json():
     results = [score_item("BKT", BKT_ITEM, "答案：C", epoch=3), score_item("BKT", BKT_ITEM, "不知道"),
-               score_item("WTD", {"id": "w", "answer": "ref"}, "回答", cosine=0.123456789, similarity_model="simcse")]
+               score_item("WTD", {"id": "w", "answer": "ref"}, "回答", cosine=0.123456789, similarity_model="simcse"),
+               score_item("BKT", BKT_ITEM, "C", variant="cot", length_decile=7)]
     for result in results:
         data = json.loads(json.dumps(result.to_dict(), ensure_ascii=False))
-        assert set(data) == {"item_id", "scenario", "value", "parsed", "answer", "epoch", "similarity_model"}
+        assert set(data) == {"item_id", "scenario", "value", "parsed", "answer", "epoch", "similarity_model", "variant", "length_decile"}
         assert ItemResult.from_dict(data) == result
     assert results[0].key == item_key("BKT", "BKT-x") == "BKT:BKT-x"
     assert results[0].row == ("BKT", 1.0, True) and results[1].row == ("BKT", 0.0, False)
@@ -50,6 +51,24 @@ def test_from_dict_names_the_bad_field():
         ItemResult.from_dict({**good, "verdict": "met"})
     with pytest.raises(ValueError, match="unknown CliMedBench scenario 'XX'"):
         ItemResult.from_dict({**good, "scenario": "XX"})
+    with pytest.raises(ValueError, match="unknown CliMedBench variant 'noisy'"):
+        ItemResult.from_dict({**good, "variant": "noisy"})
+    with pytest.raises(ValueError, match="length_decile must be within 0 and 10, got 11"):
+        ItemResult.from_dict({**good, "length_decile": 11})
+
+
+def test_variant_and_decile_travel_through_both_framework_shapes():
+    """The variant and the input-length decile reach the Inspect Score metadata and the lm-eval
+    values (length_decile_<d>), and come back from each unchanged."""
+    result = score_item("BKT", BKT_ITEM, "C", variant="cot", length_decile=4)
+    fields = result.score_fields()
+    assert fields["metadata"] == {"scenario": "BKT", "metric": "accuracy", "variant": "cot", "length_decile": 4}
+    assert ItemResult.from_score_fields("BKT-x", "BKT", fields["value"], fields["answer"], fields["metadata"]) == result
+    assert result.lmeval_metrics() == {"accuracy": 1.0, "score": 1.0, "parse_failure": 0.0, "length_decile_4": 1.0}
+    # lm-eval logs the whole completion; the record gives back the final answer the rules read.
+    record = {"doc": {"id": "BKT-x", "scenario": "BKT", "variant": "cot", "length_decile": 4},
+              "filtered_resps": ["<思考>A 不对</思考>\nC"], **result.lmeval_metrics()}
+    assert ItemResult.from_lmeval_sample(record, "f:1") == score_item("BKT", BKT_ITEM, "\nC", variant="cot", length_decile=4)
 
 
 def test_inspect_score_fields_round_trip_and_shape():

@@ -23,10 +23,16 @@ def test_committed_files_are_what_the_generator_writes():
     for name, text in generated.items():
         assert (FOLDER / name).read_text(encoding="utf-8") == text, f"{name}: run _generate_configs.py"
     assert generator.stale_files(FOLDER) == []
-    # 14 generative tasks, 10 log-likelihood tasks, 7 dimension groups and the two top groups.
+    # 14 generative tasks, 10 log-likelihood tasks, 7 dimension groups and the two top groups;
+    # the analysis variants: 14 perturbed, 9 NOTA (the choice scenarios but FTT), 14 CoT, one group each.
     choice = [s for s in SCENARIOS.values() if s.kind == CHOICE]
-    assert len(generated) == len(SCENARIOS) + len(choice) + len(DIMENSIONS) + 2 == 33
+    nota = [s for s in choice if s.code != "FTT"]
+    assert len(SCENARIOS) + len(choice) + len(DIMENSIONS) + 2 == 33
+    assert len(generated) == 33 + 2 * len(SCENARIOS) + len(nota) + 3 == 73
     assert {f"{s.task_name}.yaml" for s in SCENARIOS.values()} | {f"{s.task_name}_ll.yaml" for s in choice} <= set(generated)
+    assert {f"{s.task_name}_{v}.yaml" for s in SCENARIOS.values() for v in ("perturbed", "cot")} <= set(generated)
+    assert {name for name in generated if name.endswith("_nota.yaml") and not name.startswith("_")} == {f"{s.task_name}_nota.yaml" for s in nota}
+    assert {"_climedbench_perturbed.yaml", "_climedbench_nota.yaml", "_climedbench_cot.yaml"} <= set(generated)
 
 
 def test_check_mode_reports_a_stale_or_extra_file(tmp_path):
@@ -49,22 +55,25 @@ def test_task_metrics_are_what_process_results_returns():
         if scenario.kind == "keywords":
             item = {"id": "x", "answer": ["k"]}
         result = score_item(scenario.code, item, "", cosine=0.0)
-        assert names == list(result.lmeval_metrics()), scenario.code
+        deciles = [f"length_decile_{d}" for d in range(1, 11)]
+        assert names == list(result.lmeval_metrics()) + deciles, scenario.code
+        for decile in range(1, 11):  # each document reports its own decile, one of those listed
+            reported = list(score_item(scenario.code, item, "", cosine=0.0, length_decile=decile).lmeval_metrics())
+            assert reported == list(result.lmeval_metrics()) + [f"length_decile_{decile}"], scenario.code
         assert {m["aggregation"] for m in config["metric_list"]} == {"mean"}
 
 
-def test_lm_eval_uses_its_builtin_mean_for_every_metric(similarity_model_dir, monkeypatch):
-    from lm_eval.api.metrics import mean, stderr_for_metric
-
-    # Loading WTD checks its similarity model first: give it one that loads offline.
+def test_lm_eval_uses_its_builtin_mean_for_every_metric(monkeypatch, similarity_model_dir):
+    # Loading the WTD task checks its similarity model before any generation: give it one that loads.
     monkeypatch.setenv("CLIMEDBENCH_SIMILARITY_MODEL", str(similarity_model_dir))
+    from lm_eval.api.metrics import mean, stderr_for_metric
 
     from clinconsensus_tasks.lmeval_tasks import task_manager
 
     tasks = task_manager().load([s.task_name for s in SCENARIOS.values()])["tasks"]
     for scenario in SCENARIOS.values():
         aggregations = tasks[scenario.task_name].aggregation()
-        assert set(aggregations) == {scenario.metric, "score", "parse_failure"}
+        assert set(aggregations) == {scenario.metric, "score", "parse_failure", *(f"length_decile_{d}" for d in range(1, 11))}
         assert all(fn is mean for fn in aggregations.values()), scenario.code
     assert stderr_for_metric(mean, bootstrap_iters=1) is not None  # what makes lm-eval add <metric>_stderr
 

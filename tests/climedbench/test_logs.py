@@ -27,15 +27,19 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def log_with_errored_samples(fake_server, tmp_path, monkeypatch):
+def log_with_errored_samples(fake_server, tmp_path, similarity_model_dir):
+    from inspect_ai import Task
     from inspect_ai import eval as inspect_eval
 
-    monkeypatch.setattr("clinconsensus_tasks.climedbench.similarity.check_model", lambda name=None: name)
+    from clinconsensus_tasks.climedbench.inspect_task import climedbench, climedbench_scorer
 
-    from clinconsensus_tasks.climedbench.inspect_task import climedbench
-
-    log = inspect_eval(climedbench(scenarios="SSO,WTD", similarity_model=str(tmp_path / "no-such-model")),
-                       model="openai-api/cand/cand-model", log_dir=str(tmp_path / "logs"), display="none", fail_on_error=False)[0]
+    # The task checks its similarity model when it is built, so a missing model stops the run before
+    # any answer. A scorer whose model cannot load at scoring time (a folder removed mid-run) still
+    # errors every WTD sample: the same task, scored with a model that does not exist.
+    built = climedbench(scenarios="SSO,WTD", similarity_model=str(similarity_model_dir))
+    task = Task(dataset=built.dataset, solver=built.solver, scorer=climedbench_scorer(str(tmp_path / "no-such-model")),
+                metadata=built.metadata, name="climedbench")
+    log = inspect_eval(task, model="openai-api/cand/cand-model", log_dir=str(tmp_path / "logs"), display="none", fail_on_error=False)[0]
     assert log.status == "success"  # Inspect calls the run a success and leaves the errored samples out of its metrics
     return log
 
@@ -44,7 +48,7 @@ def test_unscored_inspect_samples_are_listed_warned_about_and_refused_by_the_rep
     log = log_with_errored_samples
     read = read_item_log(log.location)
     wtd_ids = [item["id"] for item in load_scenario("WTD", announce=False).items]
-    assert (read.model, read.framework, len(read.results)) == ("openai-api/cand/cand-model", "inspect", 8)
+    assert (read.model, read.framework, len(read.results)) == ("openai-api/cand/cand-model", "inspect", 10)  # 10 bundled SSO items
     assert {r.scenario for r in read.results} == {"SSO"}
     assert [u.key for u in read.unscored] == [f"WTD:{i}" for i in wtd_ids]
     assert all(u.path == log.location and "Could not load the similarity model" in u.reason for u in read.unscored)
@@ -58,7 +62,7 @@ def test_unscored_inspect_samples_are_listed_warned_about_and_refused_by_the_rep
 
     # Calibration: each unscored sample is a missing response, with a warning naming file and sample.
     records = cat_commands.read_item_results([log.location])
-    assert len(records) == 8 + len(wtd_ids)
+    assert len(records) == 10 + len(wtd_ids)
     assert [r for r in records if r[3] is None] == [("openai-api/cand/cand-model", f"WTD:{i}", "similarity", None) for i in wtd_ids]
     warnings = [line for line in capsys.readouterr().err.splitlines() if "has no CliMedBench score" in line]
     assert len(warnings) == len(wtd_ids) and all(log.location in w for w in warnings)
@@ -98,7 +102,9 @@ def test_lmeval_samples_reader_and_reported_stderr(fake_server, tmp_path):
     assert (read.model, read.framework, read.unscored) == ("examinee-1", "lm-eval", [])
     assert [r.item_id for r in read.results] == [i["id"] for i in items]
     for result, item in zip(read.results, items):
-        assert result == score_item("SSO", item, result.answer)  # the logged answer rescored gives the logged value
+        # the logged answer rescored (in its logged context: clean, the item's length decile) gives the logged value
+        assert result == score_item("SSO", item, result.answer, length_decile=result.length_decile)
+        assert (result.variant, 1 <= result.length_decile <= 10) == ("clean", True)
 
     # lm-eval's mean and its standard error, computed here independently from the per-item values.
     values = [r.value for r in read.results]

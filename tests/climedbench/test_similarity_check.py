@@ -51,7 +51,7 @@ def test_inspect_task_with_a_loadable_model_builds(similarity_model_dir):
     from clinconsensus_tasks.climedbench.inspect_task import climedbench_wtd
 
     task = climedbench_wtd(similarity_model=str(similarity_model_dir))
-    assert len(task.dataset) == 9
+    assert len(task.dataset) == 10  # the bundled sample: 10 WTD items
     assert str(similarity_model_dir) in similarity._models  # loaded once, reused by the scorer
 
 
@@ -83,4 +83,4 @@ def test_scenarios_without_wtd_never_import_the_model(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["25", "8", "False", "False"]
+    assert done.stdout.split() == ["30", "10", "False", "False"]  # 10 bundled items per scenario

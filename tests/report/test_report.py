@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 CHROMIUM = "/usr/bin/chromium"
 CLIMEDBENCH_SCENARIOS = ("ID1", "BKT", "SSO", "KE")  # no WTD: it would load an embedding model
-N_CHARTS = 6  # CACS curve, 2 heatmaps, lay/professional bars, radar, parse-failure bars
+N_CHARTS = 7  # CACS curve, 2 heatmaps, lay/professional bars, radar, parse-failure bars, length-decile curve
 
 
 def _metrics(log) -> dict[str, float]:
@@ -189,7 +189,7 @@ def test_cli_arguments(runs, tmp_path, capsys):
     args = parser.parse_args([*logs, "--output", str(tmp_path / "r.html"), "--resamples", "200", "--seed", "3"])
     assert main_report(args) == 0
     assert (tmp_path / "r.html").is_file() and (tmp_path / "report.md").is_file()
-    assert '"charts": 6' in capsys.readouterr().out
+    assert f'"charts": {N_CHARTS}' in capsys.readouterr().out
 
 
 def test_baseline_comparison(runs, tmp_path):
