@@ -27,8 +27,8 @@ from clinconsensus_tasks.scorers.climedbench.variants import CLEAN, AskedItem, V
 
 
 # Bumped on any change of prompt, answer parsing or scoring (see CHANGELOG.md); the lm-eval YAMLs
-# carry the same version as metadata.version 1.0.
-TASK_VERSION = 1
+# carry the same version as their metadata.version.
+TASK_VERSION = "1.1"
 
 
 def item_to_sample(code: str, asked: AskedItem) -> Sample:

@@ -48,7 +48,7 @@ def decile_scores(rows: Iterable[tuple[str, int, float]]) -> dict[str, float]:
     out: dict[str, float] = {}
     per_decile: dict[int, list[float]] = {}
     for (code, decile), vals in sorted(values.items()):
-        mean = math.fsum(vals) / len(vals)
+        mean = sum(vals) / len(vals)  # as lm-eval's mean over the same items in file order
         out[f"{code}/{decile_metric(decile)}"] = mean
         per_decile.setdefault(decile, []).append(mean)
     for decile in sorted(per_decile):

@@ -141,8 +141,9 @@ def summarize(per_item: Iterable[tuple[str, float, bool]]) -> dict[str, float]:
     codes = [c for c in SCENARIOS if c in values]
     for code in codes:
         scenario = SCENARIOS[code]
-        # fsum: exactly rounded, so the order items were scored in cannot change the last digit.
-        scores[code] = math.fsum(values[code]) / len(values[code])
+        # A plain sum in item order divided by the count: what lm-eval's own ``mean`` computes over
+        # the same items in the same (file) order, so both frameworks agree to the last bit.
+        scores[code] = sum(values[code]) / len(values[code])
         out[f"{code}/{scenario.metric}"] = scores[code]
         out[f"{code}/score"] = scores[code]
         out[f"{code}/parse_failure"] = sum(failures[code]) / len(failures[code])
