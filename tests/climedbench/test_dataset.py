@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 
@@ -111,9 +110,13 @@ def test_summarize_scenarios_dimensions_and_overall():
     assert out["dimension/information_retrieval"] == 0.25 and "dimension/toxicity" not in out
     assert out["score"] == pytest.approx((0.5 + 1.0 - 0.25 + 0.25) / 4)
     assert out["parse_failure"] == pytest.approx(0.5 / 4)
-    # The mean is exactly rounded: the order rows arrive in cannot change it.
+    # The mean adds the items in the order given, exactly as lm-eval's own mean does, so the two
+    # frameworks (same items, same file order) agree to the last bit, even where float addition
+    # loses digits.
+    from lm_eval.api.metrics import mean as lmeval_mean
+
     tiny = [("KE", v, True) for v in (1e16, 1.0, -1e16, 1.0)]
-    assert summarize(tiny)["KE/rouge1"] == math.fsum([1e16, 1.0, -1e16, 1.0]) / 4 == 0.5
+    assert summarize(tiny)["KE/rouge1"] == lmeval_mean([1e16, 1.0, -1e16, 1.0]) == 0.25
 
 
 def test_scenario_selection():

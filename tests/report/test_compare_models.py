@@ -137,7 +137,10 @@ def test_climedbench_runs_are_paired_by_item_across_frameworks(fake_server, tmp_
         assert log.status == "success", log.error
     a, b = _climedbench_expected("examinee-a", codes), _climedbench_expected("examinee-b", codes)
     code, report = _compare(capsys, str(tmp_path / "examinee-a"), str(tmp_path / "examinee-b"))
-    assert code == 0 and report["benchmark"] == "climedbench" and report["paired_cases"] == 25
+    from clinconsensus_tasks.climedbench.dataset import load_scenario
+
+    items = sum(len(load_scenario(c, announce=False).items) for c in codes)  # every item of the three scenarios
+    assert items == 30 and code == 0 and report["benchmark"] == "climedbench" and report["paired_cases"] == items
     for name in ("score", "ID1/score", "SSO/score", "KE/score", "dimension/reasoning"):
         entry = report["metrics"][name]
         assert entry["baseline"] == pytest.approx(a[name]) and entry["candidate"] == pytest.approx(b[name])
@@ -161,5 +164,5 @@ def test_climedbench_runs_are_paired_by_item_across_frameworks(fake_server, tmp_
     for name in results["configs"]:
         tracker.save_results_samples(task_name=name, samples=results["samples"][name])
     code, report = _compare(capsys, str(tmp_path / "lmeval-a"), str(tmp_path / "examinee-a"), *gate)
-    assert code == 0 and report["paired_cases"] == 25
+    assert code == 0 and report["paired_cases"] == items
     assert all(m["difference"] == 0 for m in report["metrics"].values())
