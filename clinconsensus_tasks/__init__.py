@@ -1,7 +1,7 @@
 """ClinConsensus and CliMedBench for Inspect and lm-evaluation-harness.
 
 Importing the package is cheap: frameworks and heavy libraries are imported only by the modules
-that need them (``clinconsensus_inspect`` for Inspect, ``lmeval_clinconsensus`` for lm-eval).
+that need them (``clinconsensus.inspect_task`` for Inspect, ``clinconsensus.lmeval_task`` for lm-eval).
 """
 
 from pathlib import Path as _Path

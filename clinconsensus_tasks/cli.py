@@ -18,7 +18,7 @@
   CoT), per scenario and overall, items paired, with paired bootstrap intervals.
 * ``compare``, ``agreement``, ``rescore``, ``export-sft``: judge agreement (two judges or two judge
   modes; judges against human labels), re-grading stored answers with another judge or mode, and
-  SFT data for training a local judge (see ``judge_tools``).
+  SFT data for training a local judge (see ``judge.tools``).
 """
 
 from __future__ import annotations

@@ -649,7 +649,7 @@ AGREEMENT_COLUMNS = ("agreement/percent", "agreement/kappa", "agreement/macro_f1
 
 
 def agreement_table(runs: Sequence[ClinRun]) -> Table:
-    """Reference judge against the local judge, for dual-judge runs (``judge_tools.compare_logs``)."""
+    """Reference judge against the local judge, for dual-judge runs (``judge.tools.compare_logs``)."""
     from clinconsensus_tasks.judge.tools import compare_logs
 
     rows = []
