@@ -18,18 +18,10 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCas
 from clinconsensus_tasks.scorers.clinconsensus.answer_guard import suspect_reasons
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, FailureTally, reason_counts
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
-from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment, failures_of, grade_answer
+from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment, count_failures, count_met, failures_of, grade_answer
 
 RECORD_VERSION = 1
 PROMPT_FIELDS = ("judge_prompt", "judge_prompt_sha256", "judge_prompt_source")
-
-
-def _count_met(judgments: Sequence[CriterionJudgment]) -> int:
-    return sum(1 for j in judgments if j.met)
-
-
-def _count_failures(judgments: Sequence[CriterionJudgment]) -> int:
-    return sum(1 for j in judgments if j.met is None)
 
 
 @dataclass(frozen=True)
@@ -63,7 +55,7 @@ class GradedCase:
 
     @property
     def met(self) -> int:
-        return _count_met(self.judgments)
+        return count_met(self.judgments)
 
     @property
     def judged(self) -> int:
@@ -71,7 +63,7 @@ class GradedCase:
 
     @property
     def failures(self) -> int:
-        return _count_failures(self.judgments)
+        return count_failures(self.judgments)
 
     def failure_reasons(self) -> dict[str, int]:
         """How many failed judgments of each reason, both judges together (``judge_failures``)."""
@@ -87,7 +79,7 @@ class GradedCase:
     def local_result(self) -> CaseResult | None:
         if not self.dual:
             return None
-        return CaseResult(_count_met(self.local_judgments), len(self.local_judgments), _count_failures(self.local_judgments), self.slices, self.case_id)
+        return CaseResult(count_met(self.local_judgments), len(self.local_judgments), count_failures(self.local_judgments), self.slices, self.case_id)
 
     def paired(self) -> PairedCase | None:
         """The two judges' results and the confusion of their verdicts (dual-judge runs only)."""
@@ -133,8 +125,8 @@ class GradedCase:
         if self.dual:
             out.update(
                 local_judge=self.local_judge,
-                local_met=_count_met(self.local_judgments),
-                local_failures=_count_failures(self.local_judgments),
+                local_met=count_met(self.local_judgments),
+                local_failures=count_failures(self.local_judgments),
                 local_judgments=[j.to_dict() for j in self.local_judgments],
             )
             if self.local_judge_usage:
@@ -179,7 +171,7 @@ class GradedCase:
 def failure_tally(records: Sequence[GradedCase]) -> FailureTally:
     """Judgments made and failed in ``records``, both judges' in dual-judge runs (the failure policy's input)."""
     return FailureTally.of_cases(
-        (r.judged + len(r.local_judgments), r.failures + _count_failures(r.local_judgments), r.failure_reasons()) for r in records
+        (r.judged + len(r.local_judgments), r.failures + count_failures(r.local_judgments), r.failure_reasons()) for r in records
     )
 
 
