@@ -39,6 +39,9 @@ under test is the same client code that talks to a user's endpoint:
   verdict, and with ``never`` judges every criterion not met; judge names containing ``down``
   get HTTP 500 for every judge call, ``toolong`` HTTP 400 "context length exceeded", ``drop`` a
   closed connection with no reply, and ``hang`` a reply only after :data:`HANG_SECONDS`;
+* :meth:`FakeOpenAIServer.script` gives one model name a test's own reply function (reply text,
+  an HTTP status, or a dropped connection for each :class:`ScriptedRequest`), for hostile or broken
+  judges and models that no name rule covers;
 * ``latency`` delays every judge response; ``answer_chars`` pads candidate answers to a realistic
   length; every reply carries a ``usage`` block (:func:`usage_for`: characters / 1.5 tokens, and
   cached tokens for a judge prompt whose prefix an earlier call sent); ``GET /stats`` returns
@@ -61,6 +64,7 @@ import string
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -215,6 +219,23 @@ def _verdict_json(met: bool) -> dict[str, Any]:
     return {"explanation": "回答中" + ("已明确涉及该要点。" if met else "未涉及该要点。"), "criteria_met": met}
 
 
+@dataclass(frozen=True)
+class ScriptedRequest:
+    """A chat request to a scripted model, as its script sees it (``attempt``: how many times this
+    exact request body has been received, this one included)."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    body: dict[str, Any]
+    attempt: int
+    texts: list[str]  # each message's text
+
+    @property
+    def user(self) -> str:
+        """The last user message's text."""
+        return next((t for m, t in zip(reversed(self.messages), reversed(self.texts)) if m.get("role") == "user"), "")
+
+
 class _State:
     def __init__(self, latency: float, answer_chars: int = 0):
         self.latency = latency
@@ -222,6 +243,7 @@ class _State:
         self.lock = threading.Lock()
         self.templates: list[re.Pattern[str]] = []
         self.record_judge_messages = False
+        self.scripts: dict[str, Any] = {}  # model name -> callable(ScriptedRequest): scripted replies
         self.reset()
 
     def reset(self) -> None:
@@ -332,6 +354,10 @@ class _Handler(BaseHTTPRequestHandler):
             attempt = state.seen[key]
             state.input_chars += chars_in
         filled = state.match_template(messages, user) if state.templates and not system else None
+        script = state.scripts.get(model)
+        if script is not None and system != PROBE_SYSTEM:
+            self._scripted(script, ScriptedRequest(model, messages, body, attempt, [text_of(m) for m in messages]))
+            return
         if "unauthorized" in model:
             kind, status, content = "rejected", 401, ""
         elif filled is not None:
@@ -399,6 +425,23 @@ class _Handler(BaseHTTPRequestHandler):
                 "usage": usage,
             },
         )
+
+    def _scripted(self, script: Any, request: "ScriptedRequest") -> None:
+        """Reply with what a test's script returns: reply text, ``(status, text)``, or ``None`` to
+        close the connection with no reply. A status other than 200 is sent as an error body."""
+        reply = script(request)
+        if reply is None:
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        status, content = reply if isinstance(reply, tuple) else (200, reply)
+        if status != 200:
+            self._send(status, {"error": {"message": content or f"scripted {status}", "type": "scripted", "code": status}})
+            return
+        usage = usage_for(request.texts, content, None)
+        self._send(200, {"id": "chatcmpl-scripted", "object": "chat.completion", "created": 0, "model": request.model,
+                         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                         "usage": usage})
 
     def _broken(self, model: str) -> bool:
         """Answer a judge call the way a broken judge does; False when this judge is not broken."""
@@ -498,12 +541,23 @@ class FakeOpenAIServer:
         return self._server.state.snapshot()
 
     def reset(self) -> None:
+        """Clear counters and remembered prefixes, and remove every script."""
         self._server.state.reset()
+        self._server.state.scripts.clear()
 
     def climedbench_prompts(self) -> list[str]:
         """The CliMedBench prompts received since the last reset, in arrival order."""
         with self._server.state.lock:
             return list(self._server.state.climedbench_prompts)
+
+    def script(self, model: str, reply: Any) -> None:
+        """Script every request (but the judge check) for ``model``: ``reply(ScriptedRequest)``
+        returns the reply text, ``(status, text)`` or ``None`` (close the connection). ``None`` as
+        ``reply`` removes the script. For tests that need a judge or a model no name rule covers."""
+        if reply is None:
+            self._server.state.scripts.pop(model, None)
+        else:
+            self._server.state.scripts[model] = reply
 
     def set_latency(self, seconds: float) -> None:
         self._server.state.latency = seconds
