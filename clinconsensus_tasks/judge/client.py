@@ -154,7 +154,7 @@ def probe_judge(settings: JudgeSettings, skip_hint: str = "") -> None:
     except Exception as exc:
         raise ConfigurationError(
             f"The ClinConsensus judge at {settings.base_url} (model {settings.model!r}) did not answer a test request: "
-            f"{type(exc).__name__}: {redact(str(exc))}. Check CLINCONSENSUS_JUDGE_BASE_URL, _MODEL and _API_KEY{skip_hint}."
+            f"{type(exc).__name__}: {redact(str(exc)).rstrip('.')}. Check CLINCONSENSUS_JUDGE_BASE_URL, _MODEL and _API_KEY{skip_hint}."
         ) from None
     finally:
         client.close()
