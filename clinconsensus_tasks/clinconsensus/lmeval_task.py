@@ -67,11 +67,13 @@ LOCAL_JUDGE_PREFIX = "CLINCONSENSUS_LOCAL_JUDGE_"
 
 
 def load_dataset_dual(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
-    """``clinconsensus_dual``: as :func:`load_dataset`, and the second (local) judge must be set too."""
+    """``clinconsensus_dual``: as :func:`load_dataset`, and the second (local) judge must be set too.
+    Its check comes after the data's, so invalid data is refused before any request."""
     local = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX)
+    dataset = load_dataset(thresholds, **kwargs)
     if os.environ.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
         check_judge(local)
-    return load_dataset(thresholds, **kwargs)
+    return dataset
 
 
 def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:

@@ -153,3 +153,17 @@ def test_lmeval_refuses_the_data_before_any_request(fake_server, monkeypatch, lo
     with pytest.raises(DataValidationError, match=r"cases.jsonl:3: case_id 'SYN-0003': field 'rubrics\[7\].criterion': 100,000 characters"):
         run_lmeval(fake_server.base_url)
     assert fake_server.stats()["calls"] == {}  # not even the judge check: the data is read first
+
+
+def test_lmeval_dual_task_refuses_the_data_before_checking_either_judge(fake_server, monkeypatch, long_criterion_file):
+    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+
+    monkeypatch.setenv("CLINCONSENSUS_DATA", str(long_criterion_file))
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODEL", "judge-model")
+    monkeypatch.setenv("CLINCONSENSUS_LOCAL_JUDGE_BASE_URL", fake_server.base_url)
+    monkeypatch.setenv("CLINCONSENSUS_LOCAL_JUDGE_MODEL", "judge-alt")
+    with pytest.raises(DataValidationError, match=r"field 'rubrics\[7\].criterion': 100,000 characters"):
+        simple_evaluate(tasks=["clinconsensus_dual"], model="local-chat-completions",
+                        model_args={"model": "cand-model", "base_url": f"{fake_server.base_url}/chat/completions"},
+                        apply_chat_template=True)
+    assert fake_server.stats()["calls"] == {}  # the local judge's check used to come first
