@@ -127,30 +127,65 @@ def test_climedbench_items_get_the_same_id_blank_and_surrogate_checks(tmp_path):
 # -- nothing is sent: both frameworks, counted at the stand-in server ---------------------------
 
 
+def _bad_case(kind: str, records: list[dict]) -> None:
+    """Make case 3 of 4 (``SYN-0003``) bad in one way that used to pass validation."""
+    case = records[2]
+    if kind == "long criterion":
+        case["rubrics"][7]["criterion"] = "需" * 100_000
+    elif kind == "invisible criterion":
+        case["rubrics"][7]["criterion"] = ZWSP * 4
+    elif kind == "surrogate in context":
+        case["clinical_context"] += "\ud800"
+    elif kind == "id clash":
+        case["case_id"] = records[1]["case_id"] + ZWSP
+
+
+BAD_DATA = {  # kind -> what the error names
+    "long criterion": r"cases.jsonl:3: case_id 'SYN-0003': field 'rubrics\[7\].criterion': 100,000 characters",
+    "invisible criterion": r"cases.jsonl:3: case_id 'SYN-0003': field 'rubrics\[7\].criterion': missing or not a non-empty",
+    "surrogate in context": r"cases.jsonl:3: case_id 'SYN-0003': field 'clinical_context': lone surrogate U\+D800",
+    "id clash": r"cases.jsonl:3: case_id 'SYN-0002\\u200b': field 'case_id': duplicate of .*cases.jsonl:2",
+    "empty parquet": r"cases.parquet: empty file \(0 bytes\), no records",
+}
+
+
+@pytest.fixture(params=sorted(BAD_DATA))
+def bad_data(request, tmp_path):
+    """A data file that validated before (4 cases, one bad), and the error it must now raise."""
+    if request.param == "empty parquet":
+        path = tmp_path / "cases.parquet"
+        path.write_bytes(b"")
+        return path, BAD_DATA[request.param]
+    records = sample_records(4)
+    _bad_case(request.param, records)
+    return write_jsonl(tmp_path / "cases.jsonl", records), BAD_DATA[request.param]
+
+
 @pytest.fixture
 def long_criterion_file(tmp_path):
-    """A case file that validated before: one 100,000-character criterion among 4 cases."""
     records = sample_records(4)
-    records[2]["rubrics"][7]["criterion"] = "需" * 100_000
+    _bad_case("long criterion", records)
     return write_jsonl(tmp_path / "cases.jsonl", records)
 
 
-def test_inspect_refuses_the_data_before_any_request(fake_server, tmp_path, long_criterion_file):
+def test_inspect_refuses_the_data_before_any_request(fake_server, tmp_path, bad_data):
     from inspect_ai import eval as inspect_eval
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
 
-    with pytest.raises(DataValidationError, match=r"cases.jsonl:3: case_id 'SYN-0003': field 'rubrics\[7\].criterion': 100,000 characters"):
-        inspect_eval(clinconsensus(data=str(long_criterion_file)), model="openai-api/cand/cand-model",
+    path, error = bad_data
+    with pytest.raises(DataValidationError, match=error):
+        inspect_eval(clinconsensus(data=str(path)), model="openai-api/cand/cand-model",
                      model_roles={"grader": "openai-api/judge/judge-model"}, log_dir=str(tmp_path / "logs"), display="none")
     assert fake_server.stats()["calls"] == {}  # neither the model nor the judge was asked anything
 
 
-def test_lmeval_refuses_the_data_before_any_request(fake_server, monkeypatch, long_criterion_file):
+def test_lmeval_refuses_the_data_before_any_request(fake_server, monkeypatch, bad_data):
     from frameworks import run_lmeval
 
-    monkeypatch.setenv("CLINCONSENSUS_DATA", str(long_criterion_file))
-    with pytest.raises(DataValidationError, match=r"cases.jsonl:3: case_id 'SYN-0003': field 'rubrics\[7\].criterion': 100,000 characters"):
+    path, error = bad_data
+    monkeypatch.setenv("CLINCONSENSUS_DATA", str(path))
+    with pytest.raises(DataValidationError, match=error):
         run_lmeval(fake_server.base_url)
     assert fake_server.stats()["calls"] == {}  # not even the judge check: the data is read first
 
