@@ -67,8 +67,8 @@ def test_absurd_lengths_are_refused_with_the_limit_stated(tmp_path):
     request = len(records[1]["user_request"])
     assert problems_of(path) == [
         f"{path}:1: case_id 'SYN-0001': field 'rubrics[0].criterion': 100,000 characters, more than the 2,000 allowed",
-        f"{path}:2: case_id 'SYN-0002': field 'clinical_context': the question (clinical_context "
-        f"{MAX_QUESTION_CHARS - request + 1:,} + user_request {request:,} characters) is longer than the 8,000 allowed",
+        (f"{path}:2: case_id 'SYN-0002': field 'clinical_context': the question (clinical_context "
+         f"{MAX_QUESTION_CHARS - request + 1:,} + user_request {request:,} characters) is longer than the 8,000 allowed"),
     ]
 
 
@@ -118,8 +118,8 @@ def test_climedbench_items_get_the_same_id_blank_and_surrogate_checks(tmp_path):
     path, first = tmp_path / "BKT.jsonl", items[0]["id"]
     assert info.value.problems == [
         f"{path}:1: id {first!r}: field 'options.B': lone surrogate U+D800 at character 1: not valid Unicode text",
-        f"{path}:2: id {items[1]['id']!r}: field 'id': duplicate of {path}:1 "
-        f"({first!r}: ids are compared without white space and invisible characters)",
+        (f"{path}:2: id {items[1]['id']!r}: field 'id': duplicate of {path}:1 "
+         f"({first!r}: ids are compared without white space and invisible characters)"),
         f"{path}:3: id {items[2]['id']!r}: field 'question': missing or not a non-empty string",
     ]
 
