@@ -31,6 +31,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from clinconsensus_tasks.errors import ClinConsensusError
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError, JudgeUnavailableError
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION
 
 
@@ -189,7 +190,7 @@ def _judge_settings(args: argparse.Namespace):
     from clinconsensus_tasks.judge.client import JudgeSettings
 
     env = dict(os.environ)
-    for name in ("base_url", "model", "api_key", "concurrency"):
+    for name in ("base_url", "model", "api_key", "concurrency", "failure_threshold"):
         value = getattr(args, f"judge_{name}", None)
         if value is not None:
             env[f"CLINCONSENSUS_JUDGE_{name.upper()}"] = str(value)
@@ -356,7 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(func=_agreement)
 
-    p = command(sub, "rescore", "grade the answers in a log again with another judge or judge mode")
+    p = command(sub, "rescore", "grade the answers in a log again with another judge or judge mode; the judge failure "
+                                "policy applies as in the frameworks (exit 1 and no output when too many judgments fail)")
     p.add_argument("log", help="Inspect log (.eval/.json) or lm-eval samples file (.jsonl)")
     p.add_argument("--output", required=True, help="the new log, of the same kind")
     p.add_argument("--judge-mode", choices=JUDGE_MODES, default=PER_CRITERION, help="one judge call per criterion, or one per case")
@@ -364,6 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-model", help="judge model name; default $CLINCONSENSUS_JUDGE_MODEL")
     p.add_argument("--judge-api-key", help="judge API key; default $CLINCONSENSUS_JUDGE_API_KEY, else EMPTY")
     p.add_argument("--judge-concurrency", type=int, help="judge requests in flight; default $CLINCONSENSUS_JUDGE_CONCURRENCY, else 32")
+    p.add_argument("--judge-failure-threshold", help="share of failed judgments that stops the command (0.01 or 1%%; 0 = never); "
+                                                     "default $CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD, else 0.01")
     p.set_defaults(func=_rescore)
 
     p = command(sub, "export-sft", "one judge's verdicts as chat SFT data (train/dev split by case)")
@@ -450,6 +454,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ClinConsensusError, FileNotFoundError, ValueError) as exc:
         print(f"clinconsensus-eval: error: {exc}", file=sys.stderr)
         return 2
+    except (JudgeFailureError, JudgeUnavailableError) as exc:  # the failure policy stopped a command that judges
+        print(f"clinconsensus-eval: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,8 +1,14 @@
 """Exceptions with messages a user can act on."""
 
+from clinconsensus_tasks.scorers.redact import redact
+
 
 class ClinConsensusError(Exception):
-    """Base class of the plugin's own errors."""
+    """Base class of the plugin's own errors. Its message never carries a key we hold or a URL's
+    user-info (``scorers.redact``): messages quote settings and server replies."""
+
+    def __init__(self, message: object = "", *args: object):
+        super().__init__(redact(str(message)), *args)
 
 
 class DataSourceError(ClinConsensusError):

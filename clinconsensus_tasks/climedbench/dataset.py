@@ -6,7 +6,10 @@ the file layout: a directory with one JSONL file per scenario, named by its code
 lm-eval ``CLIMEDBENCH_DATA_DIR``) the bundled synthetic sample is used, and the run says so.
 
 Every item is validated before it is sent anywhere; problems are reported together, each naming
-the file, line, id and field.
+the file, line, id and field. Ids, blank text and lone surrogates get the same checks as
+ClinConsensus cases (``clinconsensus_tasks.text_checks``): ``ID1-1`` and ``ID1-1\u200b`` are one id,
+a question of invisible characters only is empty. No length limits: no judge reads these items,
+and scenario texts such as discharge summaries are long by nature.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from clinconsensus_tasks.clinconsensus.dataset import is_duplicate, read_jsonl
+from clinconsensus_tasks.clinconsensus.dataset import read_jsonl
 from clinconsensus_tasks.errors import DataSourceError, DataValidationError
 from clinconsensus_tasks.scorers.climedbench.scenarios import CHOICE, KEYWORDS, ORDER, SCENARIOS, SIMILARITY, Scenario
+from clinconsensus_tasks.text_checks import is_blank, is_duplicate, surrogate_problems
 
 ENV_DATA_DIR = "CLIMEDBENCH_DATA_DIR"
 SAMPLE_NOTE = "synthetic sample bundled with clinconsensus-tasks (not CliMedBench data)"
@@ -61,10 +65,12 @@ def _check(item: Any, scenario: Scenario, where: str, problems: list[str]) -> No
     def bad(field: str, problem: str) -> None:
         problems.append(f"{label}: field '{field}': {problem}")
 
-    if not isinstance(iid, str) or not iid.strip():
+    for name, problem in surrogate_problems(item):
+        bad(name, problem)
+    if not isinstance(iid, str) or is_blank(iid):
         bad("id", "missing or not a non-empty string")
     question = item.get("question")
-    if not isinstance(question, str) or not question.strip():
+    if not isinstance(question, str) or is_blank(question):
         bad("question", "missing or not a non-empty string")
     for name in ("reference", "specialty"):
         if name in item and not isinstance(item[name], str):
@@ -82,7 +88,7 @@ def _check(item: Any, scenario: Scenario, where: str, problems: list[str]) -> No
         expected = [chr(ord("A") + i) for i in range(len(letters))]
         if letters != expected:
             bad("options", f"letters must run {''.join(expected)} in order, got {''.join(letters)}")
-        if not all(isinstance(t, str) and t.strip() for t in options.values()):
+        if not all(isinstance(t, str) and not is_blank(t) for t in options.values()):
             bad("options", "every option needs non-empty text")
     if scenario.kind == CHOICE:
         if not isinstance(answer, str) or answer not in (options or {}):
@@ -99,7 +105,7 @@ def _check(item: Any, scenario: Scenario, where: str, problems: list[str]) -> No
 
 def validate_items(records: list[tuple[str, Any]], scenario: Scenario) -> list[dict[str, Any]]:
     problems: list[str] = []
-    first_seen: dict[str, str] = {}
+    first_seen: dict[str, tuple[str, str]] = {}
     items = []
     for where, record in records:
         before = len(problems)

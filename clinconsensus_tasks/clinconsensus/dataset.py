@@ -9,7 +9,16 @@ Sources (the same words for Inspect's ``-T data=...`` and lm-eval's ``CLINCONSEN
 
 Every record is validated before anything is sent to a model, and all problems are reported at
 once, each naming the file, line (row for parquet and the hub), case_id and field. There is no
-silent fallback from one source to another.
+silent fallback from one source to another. Beyond types and counts, validation refuses text that
+would fail only after the model was paid (``clinconsensus_tasks.text_checks``):
+
+* case_ids are compared as a reader sees them (NFKC, invisible format characters removed, white
+  space stripped): ``C1`` and ``C1\u200b`` are the same case, reported as a duplicate;
+* required text (case_id, difficulty, clinical_context, user_request, each criterion) made only of
+  white space or invisible characters is empty;
+* a lone surrogate anywhere in a record (it cannot be encoded into a request or a log) is refused;
+* field lengths are limited (:data:`MAX_CRITERION_CHARS`, :data:`MAX_QUESTION_CHARS`,
+  :data:`MAX_ID_CHARS`), far above real cases but below what a judge can read.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from clinconsensus_tasks.errors import DataSourceError, DataValidationError
 from clinconsensus_tasks.scorers.clinconsensus.audience import audience
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, slices_of
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import case_question
+from clinconsensus_tasks.text_checks import is_blank, is_duplicate, surrogate_problems
 
 HF_DATASET = "skylenage/ClinConsensus"
 HF_DATA_FILE = "data/clinconsensus_low.jsonl"
@@ -36,6 +46,15 @@ ENV_REVISION = "CLINCONSENSUS_DATA_REVISION"  # pins a hub revision (branch, tag
 _STRING_FIELDS = ("case_id", "difficulty", "task", "subject", "user_role", "clinical_context", "user_request")
 _REQUIRED_TEXT = ("case_id", "difficulty", "clinical_context", "user_request")  # blank or white space only: invalid
 _LIST_FIELDS = ("task_labels", "subject_labels")
+
+# Field limits. The released judge reads at most 5,120 tokens: its template, the question, the
+# answer and one criterion. Chinese text runs at about 1.4 characters per token with Qwen3's
+# tokenizer, so a question of 8,000 characters alone fills that input, and a criterion of 2,000
+# (real ones are one sentence, under 200) would crowd out the answer. Longer fields cannot be
+# judged as the benchmark intends: they are refused before any model call.
+MAX_QUESTION_CHARS = 8_000  # clinical_context and user_request together
+MAX_CRITERION_CHARS = 2_000
+MAX_ID_CHARS = 200  # case_id and criterion_id
 
 
 @dataclass(frozen=True)
@@ -127,9 +146,12 @@ def _validate(record: Any, where: str, n_criteria: int, problems: list[str]) -> 
             bad(name, "missing")
         elif not isinstance(record[name], str):
             bad(name, f"expected a string, got {type(record[name]).__name__}")
+    for name, problem in surrogate_problems(record):
+        bad(name, problem)
     for name in _REQUIRED_TEXT:
-        if isinstance(record.get(name), str) and not record[name].strip():
-            bad(name, "empty")
+        if is_blank(record.get(name)):
+            bad(name, "empty" + ("" if not record[name].strip() else " (only invisible characters)"))
+    _check_lengths(record, bad)
     for name in _LIST_FIELDS:
         value = record.get(name)
         if name not in record:
@@ -156,8 +178,12 @@ def _validate(record: Any, where: str, n_criteria: int, problems: list[str]) -> 
                 bad(f"{at}.criterion_id", "expected a non-empty string or an integer (or no criterion_id: its position)")
             elif crit_id in seen:
                 bad(f"{at}.criterion_id", f"duplicate id {crit_id!r}")
-            if not isinstance(text, str) or not text.strip():
+            if not isinstance(text, str) or is_blank(text):
                 bad(f"{at}.criterion", "missing or not a non-empty string")
+            elif len(text) > MAX_CRITERION_CHARS:
+                bad(f"{at}.criterion", f"{len(text):,} characters, more than the {MAX_CRITERION_CHARS:,} allowed")
+            if crit_id is not None and len(crit_id) > MAX_ID_CHARS:
+                bad(f"{at}.criterion_id", f"{len(crit_id):,} characters, more than the {MAX_ID_CHARS:,} allowed")
             if crit_id is not None and isinstance(text, str):
                 seen.add(crit_id)
                 parsed.append((crit_id, text))
@@ -178,19 +204,18 @@ def _validate(record: Any, where: str, n_criteria: int, problems: list[str]) -> 
     )
 
 
-def is_duplicate(record: Any, key: str, where: str, first_seen: dict[str, str], problems: list[str], label: str) -> bool:
-    """Record the first location of ``record[key]``; report (and return True for) a repeat.
-
-    Every record with a usable id counts, valid or not, so all duplicates show in one report.
-    """
-    rid = record.get(key) if isinstance(record, dict) else None
-    if not isinstance(rid, str) or not rid.strip():
-        return False
-    if rid in first_seen:
-        problems.append(f"{where}: {label} {rid!r}: field '{key}': duplicate of {first_seen[rid]}")
-        return True
-    first_seen[rid] = where
-    return False
+def _check_lengths(record: dict[str, Any], bad: Any) -> None:
+    """Report fields longer than the limits above (the question's on its longer part)."""
+    cid = record.get("case_id")
+    if isinstance(cid, str) and len(cid) > MAX_ID_CHARS:
+        bad("case_id", f"{len(cid):,} characters, more than the {MAX_ID_CHARS:,} allowed")
+    parts = {name: record.get(name) for name in ("clinical_context", "user_request")}
+    if all(isinstance(v, str) for v in parts.values()):
+        size = sum(len(v) for v in parts.values())
+        if size > MAX_QUESTION_CHARS:
+            longer = max(parts, key=lambda name: len(parts[name]))
+            bad(longer, f"the question (clinical_context {len(parts['clinical_context']):,} + user_request "
+                        f"{len(parts['user_request']):,} characters) is longer than the {MAX_QUESTION_CHARS:,} allowed")
 
 
 def validate_records(
@@ -199,7 +224,7 @@ def validate_records(
     """Validate ``(location, record)`` pairs; raise :class:`DataValidationError` listing every problem."""
     problems: list[str] = []
     cases: list[Case] = []
-    first_seen: dict[str, str] = {}
+    first_seen: dict[str, tuple[str, str]] = {}
     for where, record in records:
         case = _validate(record, where, n_criteria, problems)
         if not is_duplicate(record, "case_id", where, first_seen, problems, "case_id") and case is not None:
@@ -232,6 +257,19 @@ def read_jsonl(path: Path) -> list[tuple[str, Any]]:
     if problems:
         raise DataValidationError(problems)
     return records
+
+
+def read_parquet(path: Path) -> list[tuple[str, Any]]:
+    """``("file:row", record)`` for each row; an empty or unreadable file is a :class:`DataValidationError`."""
+    import pyarrow.parquet as pq
+
+    if path.stat().st_size == 0:
+        raise DataValidationError([f"{path}: empty file (0 bytes), no records"])
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:
+        raise DataValidationError([f"{path}: not a readable parquet file: {type(exc).__name__}: {exc}"]) from None
+    return list(_dataset_rows(table.to_pylist(), str(path)))
 
 
 def _dataset_rows(dataset: Any, name: str) -> Iterable[tuple[str, Any]]:
@@ -322,9 +360,7 @@ def load_cases(data: str | None = None, n_criteria: int = DEFAULT_N_CRITERIA, re
     if suffix in (".jsonl", ".json"):
         records = read_jsonl(path)
     elif suffix == ".parquet":
-        import datasets
-
-        records = _dataset_rows(datasets.Dataset.from_parquet(str(path)), str(path))
+        records = read_parquet(path)
     else:
         raise DataSourceError(f"{path}: unsupported file type {suffix!r}; use .jsonl or .parquet")
     return _nonempty(LoadedCases(validate_records(records, n_criteria), str(path), _sha256(path)))

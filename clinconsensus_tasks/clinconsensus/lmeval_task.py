@@ -29,20 +29,18 @@ from typing import Any, Callable, Sequence
 
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
-from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_policy, judge_documents
+from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_policy, judge_documents, probe_judge
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
 from clinconsensus_tasks.clinconsensus.lmeval_usage import TOKEN_METRICS, usage_values
 from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
 from clinconsensus_tasks.judge.cache import check_cache_file
-from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.lmeval_tasks import quiet_custom_dataset_hint
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_THRESHOLDS, CaseResult, case_terms, mean, slice_metric_name
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_MESSAGES
 
 quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here
 
@@ -59,19 +57,7 @@ def extra_thresholds(value: Any, n: int) -> list[int]:
 
 def check_judge(settings: JudgeSettings) -> None:
     """Send the judge one tiny request now, before the model under test answers anything."""
-    from openai import OpenAI
-
-    client = OpenAI(base_url=settings.base_url, api_key=settings.api_key, max_retries=settings.max_retries, timeout=settings.timeout)
-    try:
-        client.chat.completions.create(model=settings.model, messages=PROBE_MESSAGES, max_tokens=8, extra_body=dict(settings.extra_body) or None)  # type: ignore[arg-type]
-    except Exception as exc:
-        raise ConfigurationError(
-            f"The ClinConsensus judge at {settings.base_url} (model {settings.model!r}) did not answer a test request: "
-            f"{type(exc).__name__}: {exc}. Check CLINCONSENSUS_JUDGE_BASE_URL, _MODEL and _API_KEY "
-            f"({ENV_JUDGE_CHECK}=0 skips this check)."
-        ) from exc
-    finally:
-        client.close()
+    probe_judge(settings, f" ({ENV_JUDGE_CHECK}=0 skips this check)")
 
 
 # -- 1. dataset ---------------------------------------------------------------------------------
@@ -81,11 +67,13 @@ LOCAL_JUDGE_PREFIX = "CLINCONSENSUS_LOCAL_JUDGE_"
 
 
 def load_dataset_dual(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
-    """``clinconsensus_dual``: as :func:`load_dataset`, and the second (local) judge must be set too."""
+    """``clinconsensus_dual``: as :func:`load_dataset`, and the second (local) judge must be set too.
+    Its check comes after the data's, so invalid data is refused before any request."""
     local = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX)
+    dataset = load_dataset(thresholds, **kwargs)
     if os.environ.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
         check_judge(local)
-    return load_dataset(thresholds, **kwargs)
+    return dataset
 
 
 def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:

@@ -44,7 +44,8 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTempla
 from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, PROBE_MESSAGES, judge_max_tokens
+from clinconsensus_tasks.scorers.redact import hold_secret, hold_url_secrets, redact
 from clinconsensus_tasks.scorers.usage import TokenUsage, total
 
 
@@ -52,7 +53,7 @@ from clinconsensus_tasks.scorers.usage import TokenUsage, total
 class JudgeSettings:
     base_url: str
     model: str
-    api_key: str = "EMPTY"
+    api_key: str = field(default="EMPTY", repr=False)  # never in a repr, a traceback or a log
     concurrency: int = 32
     max_retries: int = 6
     timeout: float = 120.0
@@ -61,6 +62,10 @@ class JudgeSettings:
     cache_dir: str | None = None
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     failure_threshold: float = DEFAULT_FAILURE_THRESHOLD
+
+    def __post_init__(self) -> None:
+        hold_secret(self.api_key)  # redacted from every message we raise or store (scorers.redact)
+        hold_url_secrets(self.base_url)
 
     @classmethod
     def from_env(cls, prefix: str = "CLINCONSENSUS_JUDGE_", env: Mapping[str, str] | None = None) -> "JudgeSettings":
@@ -129,22 +134,41 @@ class CallStats:
     completion_tokens: int = 0
 
 
+def openai_client(settings: JudgeSettings, asynchronous: bool = True) -> Any:
+    """The SDK client every judge request of the lm-eval path and the command line goes through
+    (the grading client and the judge check alike): one place to choose the judge backend."""
+    from openai import AsyncOpenAI, OpenAI
+
+    kind = AsyncOpenAI if asynchronous else OpenAI
+    return kind(base_url=settings.base_url, api_key=settings.api_key, max_retries=settings.max_retries, timeout=settings.timeout)
+
+
+def probe_judge(settings: JudgeSettings, skip_hint: str = "") -> None:
+    """Send the judge one tiny request now, before anything is paid for; a judge that does not
+    answer raises :class:`ConfigurationError` (one line, no key: the SDK's error is quoted redacted,
+    not chained, since its text may repeat what the server was sent)."""
+    client = openai_client(settings, asynchronous=False)
+    try:
+        client.chat.completions.create(model=settings.model, messages=PROBE_MESSAGES, max_tokens=8,  # type: ignore[arg-type]
+                                       extra_body=dict(settings.extra_body) or None)
+    except Exception as exc:
+        raise ConfigurationError(
+            f"The ClinConsensus judge at {settings.base_url} (model {settings.model!r}) did not answer a test request: "
+            f"{type(exc).__name__}: {redact(str(exc)).rstrip('.')}. Check CLINCONSENSUS_JUDGE_BASE_URL, _MODEL and _API_KEY{skip_hint}."
+        ) from None
+    finally:
+        client.close()
+
+
 class JudgeClient:
     """Async judge client. Create it inside the event loop that will use it, then ``aclose()``."""
 
     def __init__(self, settings: JudgeSettings, cache: JudgeCache | None = None):
-        from openai import AsyncOpenAI
-
         self.settings = settings
         self.cache = cache if cache is not None else (JudgeCache(settings.cache_dir) if settings.use_cache else None)
         self.stats = CallStats()
         self._semaphore = asyncio.Semaphore(settings.concurrency)
-        self._client = AsyncOpenAI(
-            base_url=settings.base_url,
-            api_key=settings.api_key,
-            max_retries=settings.max_retries,
-            timeout=settings.timeout,
-        )
+        self._client = openai_client(settings)
 
     def decoding(self, max_tokens: int) -> dict[str, Any]:
         return {"temperature": 0.0, "max_tokens": max_tokens, **dict(self.settings.extra_body)}
@@ -249,13 +273,14 @@ async def judge_documents(
 
 
 def resume_hint(settings: JudgeSettings) -> str:
-    """How to finish an lm-eval run stopped by the failure policy without paying twice."""
+    """How to finish a run (lm-eval, or ``clinconsensus-eval rescore``) stopped by the failure
+    policy without paying twice."""
     if not settings.use_cache:
         return "The verdict cache is off (CLINCONSENSUS_JUDGE_CACHE=0): a re-run asks the judge for every verdict again."
     from clinconsensus_tasks.judge.cache import cache_file
 
     return (f"Every verdict obtained is in the verdict cache ({cache_file(settings.cache_dir)}): once the judge works, "
-            "re-run the same command and only the missing verdicts are asked for (add lm-eval's --use_cache DIR to "
+            "re-run the same command and only the missing verdicts are asked for (in lm-eval, add --use_cache DIR to "
             "reuse the model's answers too).")
 
 

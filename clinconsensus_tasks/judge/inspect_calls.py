@@ -32,6 +32,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     parse_threshold,
 )
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally
+from clinconsensus_tasks.scorers.redact import hold_secret, hold_url_secrets, redacting_errors
 
 JUDGE_CALL_DEFAULTS: dict[str, int] = {"max_retries": 5, "timeout": 600, "attempt_timeout": 180}
 """Per judge call: 5 retries (Inspect backs off from 3 s), at most 600 s in all, 180 s per attempt."""
@@ -50,8 +51,15 @@ def judge_call_config(model: Model, **decoding: Any) -> GenerateConfig:
 
 
 def single_client_attempt(model: Model) -> None:
-    """Turn off the retries of the judge's own SDK client, if it has one: Inspect retries."""
+    """Turn off the retries of the judge's own SDK client, if it has one: Inspect retries. Also
+    keep the judge's key out of the log: Inspect stores a failed call's error text (a 401 body
+    may repeat the key) in the sample's events, so the judge API's errors are redacted as they
+    are raised (``scorers.redact``), and its key is held as a secret."""
     api = getattr(model, "api", None)
+    if api is not None:
+        hold_secret(getattr(api, "api_key", None))
+        hold_url_secrets(getattr(api, "base_url", None))
+        api.generate = redacting_errors(api.generate)
     client = getattr(api, "client", None)
     if client is not None and getattr(client, "max_retries", 0):
         client.max_retries = 0

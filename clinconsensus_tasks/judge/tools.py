@@ -219,13 +219,19 @@ async def _regrade(records: Sequence[LoggedCase], settings: Any, mode: str, temp
 def rescore(log: str, output: str | Path, settings: Any, mode: str = PER_CRITERION) -> dict[str, float]:
     """Grade the answers stored in ``log`` again with another judge or judge mode; write a new
     log of the same kind to ``output`` and return its headline metrics. The per-criterion judge
-    prompt is ``$CLINCONSENSUS_JUDGE_PROMPT`` (default ``official``), as in an lm-eval run."""
+    prompt is ``$CLINCONSENSUS_JUDGE_PROMPT`` (default ``official``), as in an lm-eval run.
+
+    The failure policy applies as in the frameworks: when failed judgments exceed the threshold,
+    ``JudgeFailureError`` is raised and no output is written (the verdicts obtained stay in the
+    verdict cache: the same command run again asks only for the missing ones)."""
+    from clinconsensus_tasks.judge.client import enforce_failure_policy
     from clinconsensus_tasks.judge.official_template import load_judge_prompt
     from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 
     template = load_judge_prompt(None, mode)
     records = read_case_records(log)
     fresh = asyncio.run(_regrade(records, settings, mode, template))
+    enforce_failure_policy(fresh, settings)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     if Path(log).suffix == ".jsonl":

@@ -18,6 +18,8 @@ too low number. The policy, shared by the Inspect and lm-eval adapters:
 
 No framework is imported here: exceptions are classified by their ``status_code`` attribute (or
 their ``response.status_code``), which the OpenAI SDK, httpx and most HTTP clients provide.
+Reasons and messages pass through :func:`scorers.redact.redact`: a judge may repeat the key it was
+sent in an error body, and reasons are stored with the verdicts.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
+
+from clinconsensus_tasks.scorers.redact import redact
 
 ERROR_REQUEST = "request"
 ERROR_TRANSPORT = "transport"
@@ -73,14 +77,14 @@ def _unwrapped(exc: BaseException) -> BaseException:
 
 def classify(exc: BaseException) -> tuple[str, str]:
     """``(kind, reason)`` of a failed judge call; the reason starts with a short label that
-    :func:`reason_label` groups by (the exception type and HTTP status)."""
+    :func:`reason_label` groups by (the exception type and HTTP status); keys removed (:func:`redact`)."""
     exc = _unwrapped(exc)
     if isinstance(exc, JudgeCallError):
-        return exc.kind, str(exc)
+        return exc.kind, redact(str(exc))
     status = status_code_of(exc)
     label = type(exc).__name__ + (f" (HTTP {status})" if status else "")
     kind = ERROR_REQUEST if status and 400 <= status < 500 and status not in _RETRYABLE_4XX else ERROR_TRANSPORT
-    detail = " ".join(str(exc).split())[:300]
+    detail = " ".join(redact(str(exc)).split())[:300]
     return kind, f"{label}: {detail}" if detail else label
 
 
@@ -142,8 +146,8 @@ class CircuitBreaker:
 
     def message(self) -> str:
         reasons = ", ".join(f"{label} x{n}" for label, n in self.reasons.most_common(3))
-        return (f"The judge failed {self.in_a_row} calls in a row ({reasons}): it looks down, so the run stops "
-                f"now instead of retrying every remaining criterion. {self.resume_hint}").strip()
+        return redact(f"The judge failed {self.in_a_row} calls in a row ({reasons}): it looks down, so the run stops "
+                      f"now instead of retrying every remaining criterion. {self.resume_hint}").strip()
 
 
 @dataclass
@@ -182,7 +186,7 @@ class FailureTally:
     def message(self, threshold: float, resume_hint: str, setting: str) -> str:
         reasons = "; ".join(f"{label} x{n}" for label, n in self.reasons.most_common(3))
         share = self.failed / self.judged if self.judged else 0.0
-        return (
+        return redact(
             f"{self.failed} of {self.judged} judge verdicts failed ({share:.1%}, above the {threshold:.1%} "
             f"allowed by {setting}); main reasons: {reasons}. A failed judgment would count as 'not met', "
             f"so the scores would be too low. {resume_hint} To accept the failures instead, raise "

@@ -1,0 +1,111 @@
+"""No key we hold reaches an error message, a stored failure reason, a log or an output file
+(issue 18, item 10). The judges here are the stand-in server over real HTTP: one scripted to
+repeat the API key in its 401 body (as some gateways do), and an unreachable endpoint whose URL
+carries a key in its user-info."""
+
+from __future__ import annotations
+
+import traceback
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError, classify
+
+from frameworks import run_inspect, run_lmeval
+
+KEY = "sk-live-9f8e7d6c5b4a39281706"
+URL_KEY = "urlkey-5a4b3c2d1e0f"
+ECHO_JUDGE = "judge-echo"
+
+
+def echo_key(req):
+    """A judge gateway that rejects the key and quotes it back."""
+    return 401, f"Incorrect API key provided: {KEY}. You can find your API key in your account settings."
+
+
+def bytes_of(root: Path) -> dict[str, bytes]:
+    """Every file under ``root``, with the members of zip files (Inspect's ``.eval``) unpacked."""
+    found = {}
+    for path in root.rglob("*"):
+        if path.is_file():
+            found[str(path)] = path.read_bytes()
+            if zipfile.is_zipfile(path):
+                with zipfile.ZipFile(path) as archive:
+                    found.update({f"{path}!{name}": archive.read(name) for name in archive.namelist()})
+    return found
+
+
+def assert_no_key(texts: dict[str, bytes | str], key: str = KEY) -> None:
+    leaks = [name for name, text in texts.items() if key.encode() in (text if isinstance(text, bytes) else text.encode())]
+    assert not leaks, f"{key} found in {leaks}"
+
+
+def exception_text(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc))  # the chained causes too, as a traceback prints them
+
+
+def test_redact_removes_url_user_info_and_held_keys_but_not_short_placeholders(monkeypatch):
+    from clinconsensus_tasks.scorers.redact import hold_secret, redact
+
+    monkeypatch.setenv("SOME_PROVIDER_API_KEY", "provider-key-123")
+    hold_secret("held-on-the-command-line")
+    text = ("http://user:pw-123@judge.example/v1 https://tok@h:8/x key provider-key-123 held-on-the-command-line "
+            "EMPTY not-a-secret")
+    assert redact(text) == "http://***@judge.example/v1 https://***@h:8/x key *** *** EMPTY not-a-secret"
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_API_KEY", "EMPTY")  # shorter than 8 characters: not a secret
+    assert redact("EMPTY") == "EMPTY"
+
+
+def test_failure_reasons_and_configuration_errors_are_redacted(monkeypatch):
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_API_KEY", KEY)
+
+    class Rejected(Exception):
+        status_code = 401
+
+    kind, reason = classify(Rejected(f"Error code: 401 - bad key {KEY}"))
+    assert (kind, reason) == ("request", "Rejected (HTTP 401): Error code: 401 - bad key ***")
+    assert KEY not in str(ConfigurationError(f"judge at http://u:{KEY}@h/v1 said {KEY}"))
+
+
+def test_lmeval_judge_check_never_prints_a_key_from_the_url(fake_server, monkeypatch, capfd):
+    # Stands in for a judge URL with the key in its user-info, on a port where nothing listens.
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_BASE_URL", f"http://judge:{URL_KEY}@127.0.0.1:9/v1")
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_MAX_RETRIES", "0")
+    with pytest.raises(ConfigurationError) as info:
+        run_lmeval(fake_server.base_url)
+    text = exception_text(info.value)
+    assert "did not answer a test request: APIConnectionError" in text and "http://***@127.0.0.1:9/v1" in text
+    out, err = capfd.readouterr()
+    assert_no_key({"exception": text, "stdout": out, "stderr": err}, URL_KEY)
+
+
+def test_lmeval_run_with_a_key_echoing_judge_stores_no_key(fake_server, monkeypatch, tmp_path, capfd):
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_API_KEY", KEY)
+    fake_server.script(ECHO_JUDGE, echo_key)
+    # Default policy: the run stops; its error names the reason, not the key.
+    with pytest.raises(JudgeFailureError) as info:
+        run_lmeval(fake_server.base_url, judge=ECHO_JUDGE)
+    assert "request: AuthenticationError (HTTP 401) x360" in str(info.value)
+    texts: dict[str, bytes | str] = {"exception": exception_text(info.value)}
+    # Failures accepted (threshold 0): the run writes its files, every failure reason among them.
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD", "0")
+    run_lmeval(fake_server.base_url, output_path=tmp_path / "out", judge=ECHO_JUDGE)
+    files = bytes_of(tmp_path / "out")
+    assert any(b"AuthenticationError (HTTP 401): Error code: 401" in data and b"***" in data for data in files.values())
+    out, err = capfd.readouterr()
+    assert_no_key({**texts, **files, "stdout": out, "stderr": err})
+
+
+def test_inspect_run_with_a_key_echoing_judge_stores_no_key(fake_server, monkeypatch, tmp_path, capfd):
+    monkeypatch.setenv("JUDGE_API_KEY", KEY)  # the grader role's key: openai-api/judge/... reads JUDGE_API_KEY
+    fake_server.script(ECHO_JUDGE, echo_key)
+    log, _ = run_inspect(tmp_path / "stopped", judge=ECHO_JUDGE, expect_success=False)
+    assert log.status == "error" and "judge verdicts failed" in log.error.message
+    run_inspect(tmp_path / "accepted", judge=ECHO_JUDGE, judge_failure_threshold=0)
+    files = bytes_of(tmp_path)
+    assert any(b"AuthenticationError (HTTP 401)" in data for data in files.values())
+    out, err = capfd.readouterr()
+    assert_no_key({**files, "stdout": out, "stderr": err})
