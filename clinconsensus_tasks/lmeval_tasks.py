@@ -25,7 +25,7 @@ class CustomDatasetHintFilter(logging.Filter):
 
     lm-eval 0.4.13 logs that hint (two lines) for every task built from a ``custom_dataset``
     function, whatever the task: 14 times in a CliMedBench run. These tasks take their settings
-    from environment variables (documented in the README); other tasks' hints are kept.
+    from environment variables (documented in docs/lm-eval.md); other tasks' hints are kept.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:

@@ -2,7 +2,7 @@
 
 The official data is not public (available from its authors on request), so the project defines
 the file layout: a directory with one JSONL file per scenario, named by its code (``ID1.jsonl``
-... ``CS.jsonl``); see the README for the fields. Without a directory (Inspect ``data_dir``,
+... ``CS.jsonl``); see this folder's README.md for the fields. Without a directory (Inspect ``data_dir``,
 lm-eval ``CLIMEDBENCH_DATA_DIR``) the bundled synthetic sample is used, and the run says so.
 
 Every item is validated before it is sent anywhere; problems are reported together, each naming

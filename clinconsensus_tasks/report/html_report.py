@@ -592,7 +592,7 @@ def clin_section(runs: Sequence[ClinRun], resamples: int, seed: int, prices: Map
                      ", ".join(run.meta.get("judges") or [r for r in {x.judge for x in run.records} if r])])
         if failures:
             section.notes.append(f"⚠ {run.name}: {failures} failed judgment(s) counted as not met, so its scores are lower "
-                                 "bounds; finish the judging (README: judge failure policy) before comparing it.")
+                                 "bounds; finish the judging (docs/failures-and-recovery.md) before comparing it.")
         if suspect:
             section.notes.append(f"⚠ {run.name}: {suspect} answer(s) hold verdict-like JSON or judge prompt section markers "
                                  "(suspect_answer in the log); the judge's own final verdict was used.")

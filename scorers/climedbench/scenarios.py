@@ -2,9 +2,10 @@
 
 The scenario table, the prompt and the per-item scoring live here, framework-free, so the
 Inspect tasks and the lm-eval tasks ask the same question and score the answer the same way.
-Item dicts follow the project's CliMedBench file schema (see the README): ``id``, ``question``,
-``options`` (letter -> text; absent for KE and WTD), ``answer`` (a letter, an order string such as
-``"DCBA"``, a list of keywords, or a reference text) and optional ``reference`` and ``specialty``.
+Item dicts follow the project's CliMedBench file schema (``clinconsensus_tasks/climedbench/README.md``):
+``id``, ``question``, ``options`` (letter -> text; absent for KE and WTD), ``answer`` (a letter, an
+order string such as ``"DCBA"``, a list of keywords, or a reference text) and optional
+``reference`` and ``specialty``.
 
 Every scenario reports its metric (``accuracy``, ``kendall_tau``, ``rouge1`` or ``similarity``),
 the same value as ``score``, and ``parse_failure``, the share of answers nothing could be read

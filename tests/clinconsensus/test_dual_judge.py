@@ -134,7 +134,7 @@ def test_local_judge_in_process_through_inspects_hf_provider(fake_server, tmp_pa
     one = tmp_path / "one_case.jsonl"
     record = {**case.to_record(), "rubrics": [{"criterion_id": c, "criterion": t} for c, t in case.rubrics[:3]]}
     one.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
-    # Greedy, thinking off: how the README says to bind the local judge through hf/.
+    # Greedy, thinking off: how docs/judges.md says to bind the local judge through hf/.
     local = get_model(f"hf/{tiny_judge_dir}", device="cpu", do_sample=False, enable_thinking=False, memoize=False)
     log = inspect_eval(
         # Every local verdict fails here by design: the failure policy is off so the run can finish.
