@@ -88,3 +88,36 @@ def test_estimate_prices_the_template_the_run_sends_and_its_cache(fake_server, t
         set_server(fake_server, answer_chars=0, cache_min_tokens=0)
     assert cli_main(args[:-1]) == 0  # text output, default OpenAI cache rule
     assert "the shared prompt prefix of 12 of 12 cases is under the provider's cache minimum of 1,024 tokens" in capsys.readouterr().out
+
+
+def test_estimate_of_a_campaign_is_n_runs(capsys):
+    args = ["estimate", "sample", "--judge-mode", "per_criterion", "--judge-prompt", "project", "--json"]
+    assert cli_main(args) == 0
+    (one,) = json.loads(capsys.readouterr().out)
+    assert cli_main([*args, "--models", "6"]) == 0
+    (six,) = json.loads(capsys.readouterr().out)
+    assert (six["models"], six["cases"], six["calls"]) == (6, 12, 6 * 360)
+    assert [six[k] for k in ("prompt_tokens", "cacheable_prompt_tokens", "completion_tokens")] == \
+        [6 * one[k] for k in ("prompt_tokens", "cacheable_prompt_tokens", "completion_tokens")]
+
+
+def test_a_campaign_in_one_eval_set_shares_one_judge_and_its_cache(fake_server, tmp_path):
+    """Two models in one ``inspect eval-set`` with one grader role: both logs complete with the
+    same metrics (the stand-in's candidates answer by question alone, so their answers are the
+    same). A later model of the campaign is judged from the grader's response cache: no judge call."""
+    from inspect_ai import eval_set
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    ok, logs = eval_set(clinconsensus(data="sample", judge_mode="per_criterion"), log_dir=str(tmp_path / "campaign"),
+                        model=["openai-api/cand/cand-model", "openai-api/cand/cand-model-b"],
+                        model_roles={"grader": "openai-api/judge/judge-model"}, display="none")
+    assert ok and [log.status for log in logs] == ["success", "success"]
+    metrics = [{k: v.value for s in log.results.scores for k, v in s.metrics.items()} for log in logs]
+    assert metrics[0] == metrics[1]
+    assert 360 <= fake_server.stats()["kinds"]["per_criterion"] < 720  # run side by side: the cache serves what it already holds
+    fake_server.reset()
+    ok, logs = eval_set(clinconsensus(data="sample", judge_mode="per_criterion"), log_dir=str(tmp_path / "campaign-2"),
+                        model=["openai-api/cand/cand-model-c"], model_roles={"grader": "openai-api/judge/judge-model"}, display="none")
+    assert ok and fake_server.stats()["kinds"].get("per_criterion", 0) == 0
+    assert {k: v.value for s in logs[0].results.scores for k, v in s.metrics.items()} == metrics[0]
