@@ -28,12 +28,12 @@ import os
 import tempfile
 from pathlib import Path
 
-from judge_cost import Server, run_lmeval, write_cases
-
-from clinconsensus_tasks.judge.estimate import PromptCache, estimate, make_counter
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import parse_template
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION
 from clinconsensus_tasks.scorers.usage import Prices, TokenUsage
+from judge_cost import Server, run_lmeval, write_cases
+
+from clinconsensus_tasks.judge.estimate import PromptCache, estimate, make_counter
 
 # The bench's own stand-in for the official template (its text cannot be downloaded here): same
 # placeholders, same order, instructions after the rubric item.
@@ -64,7 +64,7 @@ def charged_vs_estimated(n: int, answer_chars: int, work: Path) -> dict:
         server.stop()
     est = estimate(str(data), PER_CRITERION, answer_chars, make_counter(None, 1.5), template=parse_template(TEMPLATE, "bench"),
                    cache=PromptCache(0, 1)).usage
-    ratio = lambda a, b: round(a / b, 4) if b else None  # noqa: E731
+    ratio = lambda a, b: round(a / b, 4) if b else None
     return {"cases": n, "charged": charged.to_dict(), "estimated": est.to_dict(),
             "estimate_over_charged": {"calls": ratio(est.calls, charged.calls), "prompt_tokens": ratio(est.prompt_tokens, charged.prompt_tokens),
                                       "cached_prompt_tokens": ratio(est.cached_prompt_tokens, charged.cached_prompt_tokens)},

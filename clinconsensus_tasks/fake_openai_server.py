@@ -44,11 +44,12 @@ under test is the same client code that talks to a user's endpoint:
   judges and models that no name rule covers;
 * ``latency`` delays every judge response; ``answer_chars`` pads candidate answers to a realistic
   length; every reply carries a ``usage`` block (:func:`usage_for`: characters / 1.5 tokens, and
-  cached tokens for a judge prompt whose prefix an earlier call completed, as providers count them);
-  ``GET /stats`` returns
-  call, status, character and judge token counts (judge traffic counted apart); ``POST /reset``
-  clears them and the remembered prefixes; ``POST /config`` with ``{"latency": s, "answer_chars": n}`` changes
-  the settings of a running server.
+  cached tokens for a judge prompt whose prefix an earlier call completed, as providers count them,
+  if it has at least ``cache_min_tokens``); ``GET /stats`` returns call, status, character and
+  judge token counts (judge traffic counted apart) and how many repeated prefixes arrived after a
+  call with them had completed (``prefix_repeats_after_return`` of ``prefix_repeats``);
+  ``POST /reset`` clears them and the remembered prefixes; ``POST /config`` with
+  ``{"latency": s, "answer_chars": n, "cache_min_tokens": n}`` changes the settings of a running server.
 
 Run standalone: ``python -m clinconsensus_tasks.fake_openai_server --port 0 --latency 0.05``
 (prints ``PORT <n>`` when ready). Bind it to 127.0.0.1 only.

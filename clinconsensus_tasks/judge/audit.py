@@ -20,7 +20,11 @@ import json
 from typing import Any
 
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
-from clinconsensus_tasks.scorers.audit_estimate import difference_estimate, kappa_interval, stratified_sample
+from clinconsensus_tasks.scorers.audit_estimate import (
+    difference_estimate,
+    kappa_interval,
+    stratified_sample,
+)
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION
 
 
