@@ -39,10 +39,13 @@ def main() -> None:
     parser.add_argument("--answer-chars", default="1500")
     parser.add_argument("--tokenizer")
     parser.add_argument("--prices", action="append", default=[])
+    parser.add_argument("--judge-prompt", help="official, project or a template file (default: as the run, official)")
+    parser.add_argument("--models", default="1", help="models in the campaign (default 1)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data = synthetic_public_file(Path(tmp))
         extra = (["--tokenizer", args.tokenizer] if args.tokenizer else []) + [x for p in args.prices for x in ("--prices", p)]
+        extra += (["--judge-prompt", args.judge_prompt] if args.judge_prompt else []) + ["--models", args.models]
         cli_main(["estimate", str(data), "--answer-chars", args.answer_chars, *extra])
 
 

@@ -48,8 +48,9 @@ MODES = (PER_CRITERION, BATCHED)
 
 
 class Server:
-    def __init__(self, answer_chars: int):
+    def __init__(self, answer_chars: int, judge_template: str | None = None):
         cmd = [sys.executable, "-m", "clinconsensus_tasks.fake_openai_server", "--port", "0", "--answer-chars", str(answer_chars)]
+        cmd += ["--judge-template", judge_template] if judge_template else []
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         self.port = int(line.split()[1])
@@ -168,7 +169,7 @@ def run_inspect(server: Server, data: str, mode: str, cache_dir: str, bare: bool
 # -- lm-eval ------------------------------------------------------------------------------------
 
 
-def run_lmeval(server: Server, data: str, mode: str, cache_dir: str, concurrency: int = 32) -> dict:
+def run_lmeval(server: Server, data: str, mode: str, cache_dir: str, concurrency: int = 32, judge_prompt: str = "project") -> dict:
     """A real lm-eval run; CPU and wall time are taken around the plugin's judge filter only."""
     import clinconsensus_tasks.clinconsensus.lmeval_task as glue
     from clinconsensus_tasks.lmeval_tasks import simple_evaluate
@@ -178,7 +179,7 @@ def run_lmeval(server: Server, data: str, mode: str, cache_dir: str, concurrency
         CLINCONSENSUS_JUDGE_BASE_URL=server.base_url,
         CLINCONSENSUS_JUDGE_MODEL="judge-model",
         CLINCONSENSUS_JUDGE_MODE=mode,
-        CLINCONSENSUS_JUDGE_PROMPT="project",  # the figures are for the project's prompt (the stand-in server's)
+        CLINCONSENSUS_JUDGE_PROMPT=judge_prompt,  # the project's prompt unless told (the stand-in knows it)
         CLINCONSENSUS_JUDGE_CONCURRENCY=str(concurrency),
         CLINCONSENSUS_CACHE_DIR=cache_dir,
     )

@@ -13,6 +13,7 @@
 * ``report``: one self-contained HTML report with charts, and a Markdown summary, from the logs of
   several models (see ``report``).
 * ``estimate [DATA]``: judge calls and tokens of a run before it starts (see ``judge.estimate``).
+* ``audit LOG``: an API judge grades a stratified sample of a local judge's run (see ``judge.audit``).
 * ``compare-models BASELINE CANDIDATE``: the regression gate (see ``report.compare_models``).
 * ``robustness CLEAN_RUN VARIANT_RUN``: CliMedBench's score drop under a variant (perturbed, NOTA,
   CoT), per scenario and overall, items paired, with paired bootstrap intervals.
@@ -432,6 +433,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(sub, "estimate", "judge calls and tokens (and cost with --prices) of a ClinConsensus run, before running it")
     add_estimate_arguments(p)
     p.set_defaults(func=main_estimate)
+
+    from clinconsensus_tasks.judge.audit import add_arguments as add_audit_arguments, main_audit
+
+    p = command(sub, "audit", "an API judge grades a stratified sample of a local judge's run: kappa, and the API judge's metrics estimated")
+    add_audit_arguments(p)
+    p.add_argument("--judge-base-url", help="the API judge's endpoint; default $CLINCONSENSUS_JUDGE_BASE_URL")
+    p.add_argument("--judge-model", help="the API judge's model name; default $CLINCONSENSUS_JUDGE_MODEL")
+    p.set_defaults(func=lambda args: main_audit(args, _judge_settings(args)))
 
     p = command(sub, "train-simcse", "unsupervised SimCSE fine-tuning of a sentence-transformers model (for WTD similarity)")
     p.add_argument("--model", required=True, help="base model: hub id or folder (sentence-transformers or plain transformer)")

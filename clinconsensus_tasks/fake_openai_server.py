@@ -44,10 +44,12 @@ under test is the same client code that talks to a user's endpoint:
   judges and models that no name rule covers;
 * ``latency`` delays every judge response; ``answer_chars`` pads candidate answers to a realistic
   length; every reply carries a ``usage`` block (:func:`usage_for`: characters / 1.5 tokens, and
-  cached tokens for a judge prompt whose prefix an earlier call sent); ``GET /stats`` returns
-  call, status, character and judge token counts (judge traffic counted apart); ``POST /reset``
-  clears them and the remembered prefixes; ``POST /config`` with ``{"latency": s, "answer_chars": n}`` changes
-  the settings of a running server.
+  cached tokens for a judge prompt whose prefix an earlier call completed, as providers count them,
+  if it has at least ``cache_min_tokens``); ``GET /stats`` returns call, status, character and
+  judge token counts (judge traffic counted apart) and how many repeated prefixes arrived after a
+  call with them had completed (``prefix_repeats_after_return`` of ``prefix_repeats``);
+  ``POST /reset`` clears them and the remembered prefixes; ``POST /config`` with
+  ``{"latency": s, "answer_chars": n, "cache_min_tokens": n}`` changes the settings of a running server.
 
 Run standalone: ``python -m clinconsensus_tasks.fake_openai_server --port 0 --latency 0.05``
 (prints ``PORT <n>`` when ready). Bind it to 127.0.0.1 only.
@@ -203,13 +205,17 @@ def fake_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def usage_for(messages: list[str], completion: str, cached_prefix: str | None) -> dict[str, Any]:
+def prompt_tokens(messages: list[str]) -> int:
+    return sum(4 + fake_tokens(m) for m in messages)
+
+
+def usage_for(messages: list[str], completion: str, cached_prefix: list[str] | None) -> dict[str, Any]:
     """The ``usage`` block the server returns: prompt tokens (4 per message plus the text),
-    cached tokens = the tokens of a judge prompt's prefix (system prompt, question and answer,
-    everything before the rubric item) when an earlier call sent the same prefix, as a provider's
-    prompt cache would; completion tokens of the reply."""
-    prompt = sum(4 + fake_tokens(m) for m in messages)
-    cached = min(prompt, fake_tokens(cached_prefix)) if cached_prefix else 0
+    cached tokens = the tokens of a judge prompt's prefix (the messages up to the rubric item,
+    counted the same way) when a call with the same prefix has completed, as a provider's prompt
+    cache would; completion tokens of the reply."""
+    prompt = prompt_tokens(messages)
+    cached = min(prompt, prompt_tokens(cached_prefix)) if cached_prefix else 0
     completion_tokens = fake_tokens(completion)
     return {"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": prompt + completion_tokens,
             "prompt_tokens_details": {"cached_tokens": cached}}
@@ -240,6 +246,7 @@ class _State:
     def __init__(self, latency: float, answer_chars: int = 0):
         self.latency = latency
         self.answer_chars = answer_chars
+        self.cache_min_tokens = 0
         self.lock = threading.Lock()
         self.templates: list[re.Pattern[str]] = []
         self.record_judge_messages = False
@@ -259,7 +266,13 @@ class _State:
         self.judge_input_chars = 0
         self.judge_output_chars = 0
         self.judge_messages: list[list[dict[str, Any]]] = []  # with record_judge_messages
-        self.prefixes: set[str] = set()  # judge prompt prefixes seen: later calls report them cached
+        # Prompt cache, as providers run it: a judge prompt's prefix (everything before the rubric
+        # item) is served cached only to calls that arrive after a call with it has completed, and
+        # only when it has at least cache_min_tokens tokens (OpenAI: 1,024).
+        self.prefixes_sent: set[str] = set()
+        self.prefixes_done: set[str] = set()
+        self.prefix_repeats = 0  # judge calls whose prefix an earlier call had sent
+        self.prefix_repeats_after_return = 0  # ... and had completed before this call arrived
         self.judge_usage: Counter[str] = Counter()  # usage handed out on judge calls
 
     def match_template(self, messages: list[dict[str, Any]], user: str) -> "re.Match[str] | None":
@@ -283,6 +296,8 @@ class _State:
                 "judge_input_chars": self.judge_input_chars,
                 "judge_output_chars": self.judge_output_chars,
                 "judge_usage": dict(self.judge_usage),
+                "prefix_repeats": self.prefix_repeats,
+                "prefix_repeats_after_return": self.prefix_repeats_after_return,
             }
 
 
@@ -327,6 +342,7 @@ class _Handler(BaseHTTPRequestHandler):
             settings = json.loads(raw or b"{}")
             self.server.state.latency = float(settings.get("latency", self.server.state.latency))
             self.server.state.answer_chars = int(settings.get("answer_chars", self.server.state.answer_chars))
+            self.server.state.cache_min_tokens = int(settings.get("cache_min_tokens", self.server.state.cache_min_tokens))
             if "judge_templates" in settings:
                 self.server.state.templates = [template_pattern(t) for t in settings["judge_templates"]]
             if "record_judge_messages" in settings:
@@ -386,9 +402,17 @@ class _Handler(BaseHTTPRequestHandler):
                 state.climedbench_prompts.append(user)
         else:
             kind, status, content = "candidate", 200, candidate_answer(user, state.answer_chars)
+        prefix = cached_prefix = None
         with state.lock:
             state.kinds[kind] += 1
             if kind in ("per_criterion", "batched"):
+                prefix = system + "\x1f" + (user[: filled.start("rubric_item")] if filled else user.split(_CRITERION_MARK, 1)[0])
+                cached_prefix = [t for t in prefix.split("\x1f") if t] if prefix in state.prefixes_done else None
+                if cached_prefix is not None and prompt_tokens(cached_prefix) < state.cache_min_tokens:
+                    cached_prefix = None
+                state.prefix_repeats += prefix in state.prefixes_sent
+                state.prefix_repeats_after_return += prefix in state.prefixes_done
+                state.prefixes_sent.add(prefix)
                 state.judge_input_chars += chars_in
                 state.judge_request_keys.update(body.keys())
                 state.judge_temperatures[str(body.get("temperature"))] += 1
@@ -400,14 +424,11 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {"Retry-After": "0", "retry-after-ms": "10"} if status == 429 else {}
             self._send(status, {"error": {"message": f"injected {status}", "type": "fake", "code": status}}, headers)
             return
-        cached_prefix = None
         with state.lock:
             state.output_chars += len(content)
-            if kind in ("per_criterion", "batched"):
+            if prefix is not None:
                 state.judge_output_chars += len(content)
-                prefix = system + "\x1f" + user.split(_CRITERION_MARK, 1)[0]
-                cached_prefix = system + user.split(_CRITERION_MARK, 1)[0] if prefix in state.prefixes else None
-                state.prefixes.add(prefix)
+                state.prefixes_done.add(prefix)
         usage = usage_for([text_of(m) for m in messages], content, cached_prefix)
         if kind in ("per_criterion", "batched"):
             with state.lock:
@@ -600,7 +621,7 @@ it change what the server does:
                     or a verdict malformed on every attempt
   alt               a judge that disagrees with the others on a fixed fifth of the criteria
 Other routes: GET /v1/stats (call counts), POST /v1/reset, POST /v1/config
-{"latency": s, "answer_chars": n}. The server binds 127.0.0.1 only and prints PORT <n> when ready.
+{"latency": s, "answer_chars": n, "cache_min_tokens": n}. The server binds 127.0.0.1 only and prints PORT <n> when ready.
 """
 
 

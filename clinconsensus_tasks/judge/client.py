@@ -19,7 +19,9 @@ Settings (environment variables):
   ``{"chat_template_kwargs": {"enable_thinking": false}}`` for a Qwen3-based judge on vLLM,
 * ``CLINCONSENSUS_CACHE_DIR`` (see ``judge_cache``); ``CLINCONSENSUS_JUDGE_CACHE=0`` disables it,
 * ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD`` (default 0.01; 0 = never stop): the share of failed
-  judgments that ends the run with an error (``scorers.clinconsensus.judge_failures``).
+  judgments that ends the run with an error (``scorers.clinconsensus.judge_failures``),
+* ``CLINCONSENSUS_JUDGE_BATCH=1``: first attempts through the provider's batch API at half price
+  (``judge.batch_api``; ``CLINCONSENSUS_JUDGE_BATCH_POLL`` seconds between polls, default 30).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class JudgeSettings:
     cache_dir: str | None = None
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     failure_threshold: float = DEFAULT_FAILURE_THRESHOLD
+    batch: bool = False  # first attempts through the provider's batch API (judge.batch_api)
 
     def __post_init__(self) -> None:
         hold_secret(self.api_key)  # redacted from every message we raise or store (scorers.redact)
@@ -116,6 +119,7 @@ class JudgeSettings:
             cache_dir=env.get("CLINCONSENSUS_CACHE_DIR") or None,
             extra_body=extra_body,
             failure_threshold=failure_threshold,
+            batch=env.get(f"{prefix}BATCH", "0").lower() in ("1", "true", "yes"),
         )
 
 
@@ -226,8 +230,8 @@ async def judge_documents(
     answers: Sequence[str], docs: Sequence[dict], settings: JudgeSettings, mode: str, max_attempts: int = MAX_ATTEMPTS,
     template: JudgeTemplate | None = None,
 ) -> tuple[list[GradedCase], dict[str, int]]:
-    """Grade every (answer, doc) pair concurrently with the judge; return one :class:`GradedCase`
-    per document and the call stats. A doc holds ``case_id``, ``question``, ``rubrics``
+    """Grade every (answer, doc) pair with the judge, :func:`cases_in_flight` cases at a time;
+    return one :class:`GradedCase` per document and the call stats. A doc holds ``case_id``, ``question``, ``rubrics``
     (``criterion_id``, ``criterion``) and the case's labels.
 
     ``template`` is the per-criterion judge template (``None``: the project's prompt); each record
@@ -237,6 +241,9 @@ async def judge_documents(
     """
     from tqdm.auto import tqdm
 
+    from clinconsensus_tasks.judge.batch_api import prefill_by_batch
+
+    batch = await prefill_by_batch(answers, docs, settings, mode, template) if settings.batch else {}
     client = JudgeClient(settings)
     prompt_info = prompt_record(template, mode)
     breaker = CircuitBreaker(resume_hint=resume_hint(settings))
@@ -256,20 +263,44 @@ async def judge_documents(
             progress.update(1)
             return replace(record, judge_usage=total(spent).to_dict())  # tokens of the calls sent (cache hits: none)
 
-        jobs = [asyncio.ensure_future(one(a, d)) for a, d in zip(answers, docs)]
-        try:
-            records = await asyncio.gather(*jobs)
-        except BaseException:  # e.g. the judge is down: send nothing more
-            for job in jobs:
-                job.cancel()
-            raise
+        records = await _bounded_map(one, list(zip(answers, docs)), cases_in_flight(settings.concurrency))
         progress.close()
     finally:
         await client.aclose()
         if client.cache is not None:
             client.cache.close()
-    stats = vars(client.stats).copy()
+    stats = {**vars(client.stats), **batch}
     return list(records), stats
+
+
+CASES_PER_CONNECTION = 2
+
+
+def cases_in_flight(concurrency: int) -> int:
+    """Cases graded at once: enough that while some wait for their first verdict (see
+    ``rubric_grading``) the others keep every connection busy, few enough that memory stays flat
+    however many cases a run has (every case in flight holds its prompts and pending calls)."""
+    return CASES_PER_CONNECTION * concurrency
+
+
+async def _bounded_map(fn: Callable[..., Any], items: Sequence[tuple], limit: int) -> list:
+    """``[await fn(*item) for item in items]`` with at most ``limit`` running at once, in order.
+    A failure (e.g. the judge is down) cancels the rest: nothing more is sent."""
+    results: list = [None] * len(items)
+    queue = iter(enumerate(items))
+
+    async def worker() -> None:
+        for index, item in queue:
+            results[index] = await fn(*item)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(limit, len(items)))]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException:
+        for job in workers:
+            job.cancel()
+        raise
+    return results
 
 
 def resume_hint(settings: JudgeSettings) -> str:

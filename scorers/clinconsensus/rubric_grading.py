@@ -162,6 +162,26 @@ async def _judge_batched(
     return [results[cid] for cid, _ in rubrics]
 
 
+async def _judge_prefix_first(
+    question: str, answer: str, rubrics: Sequence[tuple[str, str]], complete: Complete, max_attempts: int,
+    template: JudgeTemplate | None, breaker: CircuitBreaker | None,
+) -> list[CriterionJudgment]:
+    """Judge the first criterion alone, then the rest concurrently.
+
+    Every prompt of a case shares its beginning (instructions, question, answer: about 70% of the
+    tokens). A provider's prompt cache serves that prefix at a fraction of the price, but only to
+    calls that arrive after a call carrying it has been processed; sent all at once, the case's
+    calls all pay full price. The wait costs no throughput when other cases keep the judge busy.
+    """
+    def judge(rubric: tuple[str, str]) -> Awaitable[CriterionJudgment]:
+        return _judge_one(question, answer, rubric[0], rubric[1], complete, max_attempts, template, breaker)
+
+    if not rubrics:
+        return []
+    first = await judge(rubrics[0])
+    return [first, *await asyncio.gather(*map(judge, rubrics[1:]))]
+
+
 async def grade_answer(
     question: str,
     answer: str,
@@ -182,7 +202,9 @@ async def grade_answer(
     answers as ``empty_answers``).
 
     Returns one :class:`CriterionJudgment` per criterion, in rubric order. In ``per_criterion``
-    mode the criteria are judged concurrently (the client bounds the real concurrency); each
+    mode the first criterion is judged alone and the others concurrently once it returns, so the
+    provider can serve their shared prefix from its prompt cache (the client bounds the real
+    concurrency); each
     unparseable verdict is asked again, ``max_attempts`` attempts in all. In ``batched`` mode the
     re-ask covers only the criteria still missing a verdict. A call that raises is not asked
     again; with a ``breaker`` shared by the run, too many such calls in a row raise
@@ -192,9 +214,5 @@ async def grade_answer(
     if not (answer or "").strip():
         return [CriterionJudgment(cid, False, EMPTY_ANSWER, attempts=0) for cid, _ in rubrics]
     if mode == PER_CRITERION:
-        return list(
-            await asyncio.gather(
-                *(_judge_one(question, answer, cid, text, complete, max_attempts, template, breaker) for cid, text in rubrics)
-            )
-        )
+        return await _judge_prefix_first(question, answer, rubrics, complete, max_attempts, template, breaker)
     return await _judge_batched(question, answer, rubrics, complete, max_attempts, breaker)

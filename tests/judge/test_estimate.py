@@ -32,7 +32,8 @@ def test_estimate_matches_the_tokens_a_run_is_charged(fake_server, tmp_path, cap
 
 
 def test_estimate_prices_and_errors(capsys):
-    assert cli_main(["estimate", "sample", "--judge-mode", "per_criterion", "--answer-chars", "300", "--prices", "2,0.5,8", "--json"]) == 0
+    assert cli_main(["estimate", "sample", "--judge-mode", "per_criterion", "--answer-chars", "300", "--prices", "2,0.5,8", "--json",
+                     "--judge-prompt", "project", "--cache-min-tokens", "0"]) == 0
     (estimate,) = json.loads(capsys.readouterr().out)
     uncached = estimate["prompt_tokens"] - estimate["cacheable_prompt_tokens"]
     assert estimate["cost"]["*"]["with_prompt_cache"] == pytest.approx(
@@ -40,3 +41,83 @@ def test_estimate_prices_and_errors(capsys):
     assert estimate["cost"]["*"]["without_prompt_cache"] == pytest.approx((estimate["prompt_tokens"] * 2 + estimate["completion_tokens"] * 8) / 1e6)
     assert cli_main(["estimate", "sample", "--tokenizer", "no_such_encoding"]) == 2
     assert "no local folder of that name" in capsys.readouterr().err
+
+
+# A stand-in for the official template (its text cannot be downloaded here): one user message, the
+# rubric item after the question and the answer, instructions after it, as the official one is.
+TEMPLATE = (
+    "You grade one item of a clinical rubric.\n\n## Question\n{user_message}\n\n## Reply\n{response}\n\n"
+    "## Item\n{rubric_item}\n\n## Rules\n" + "An item with several requirements is met only if all are met. " * 8
+    + "\nAnswer with a fenced JSON object:\n```json\n{{\"explanation\": \"...\", \"criteria_met\": true}}\n```"
+)
+
+
+def set_server(server, **settings):
+    request = urllib.request.Request(server.base_url + "/config", data=json.dumps(settings).encode(), method="POST")
+    urllib.request.urlopen(request).read()
+
+
+def test_estimate_prices_the_template_the_run_sends_and_its_cache(fake_server, tmp_path, monkeypatch, capsys):
+    """The run judges with a template file; the stand-in counts what it charged, caching a case's
+    prefix only for calls that arrive after one with it completed. The estimate for the same
+    template must match calls, prompt tokens and cached tokens exactly; with the provider's
+    1,024-token minimum, the sample's prefixes (answers of 900 characters) are too short to cache,
+    and both the stand-in and the estimate say 0."""
+    from frameworks import run_lmeval
+
+    template_file = tmp_path / "judge_template.txt"
+    template_file.write_text(TEMPLATE, encoding="utf-8")
+    fake_server.set_judge_templates([TEMPLATE])
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_PROMPT", str(template_file))
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_CACHE", "0")  # both runs ask the judge
+    args = ["estimate", "sample", "--judge-mode", "per_criterion", "--answer-chars", "900", "--json"]
+    try:
+        for min_tokens in (0, 1024):
+            fake_server.reset()
+            set_server(fake_server, answer_chars=900, cache_min_tokens=min_tokens)
+            run_lmeval(fake_server.base_url, mode="per_criterion")
+            served = TokenUsage.from_dict(fake_server.stats()["judge_usage"])
+            assert cli_main([*args, "--cache-min-tokens", str(min_tokens), "--cache-step", "1"]) == 0
+            (estimate,) = json.loads(capsys.readouterr().out)
+            assert estimate["judge_prompt"] == str(template_file)
+            charged = (served.calls, served.prompt_tokens, served.cached_prompt_tokens)
+            assert (estimate["calls"], estimate["prompt_tokens"], estimate["cacheable_prompt_tokens"]) == charged
+            assert estimate["cases_under_cache_minimum"] == (12 if min_tokens else 0)
+            assert (served.cached_prompt_tokens == 0) == bool(min_tokens)
+    finally:
+        set_server(fake_server, answer_chars=0, cache_min_tokens=0)
+    assert cli_main(args[:-1]) == 0  # text output, default OpenAI cache rule
+    assert "the shared prompt prefix of 12 of 12 cases is under the provider's cache minimum of 1,024 tokens" in capsys.readouterr().out
+
+
+def test_estimate_of_a_campaign_is_n_runs(capsys):
+    args = ["estimate", "sample", "--judge-mode", "per_criterion", "--judge-prompt", "project", "--json"]
+    assert cli_main(args) == 0
+    (one,) = json.loads(capsys.readouterr().out)
+    assert cli_main([*args, "--models", "6"]) == 0
+    (six,) = json.loads(capsys.readouterr().out)
+    assert (six["models"], six["cases"], six["calls"]) == (6, 12, 6 * 360)
+    assert [six[k] for k in ("prompt_tokens", "cacheable_prompt_tokens", "completion_tokens")] == \
+        [6 * one[k] for k in ("prompt_tokens", "cacheable_prompt_tokens", "completion_tokens")]
+
+
+def test_a_campaign_in_one_eval_set_shares_one_judge_and_its_cache(fake_server, tmp_path):
+    """Two models in one ``inspect eval-set`` with one grader role: both logs complete with the
+    same metrics (the stand-in's candidates answer by question alone, so their answers are the
+    same). A later model of the campaign is judged from the grader's response cache: no judge call."""
+    from inspect_ai import eval_set
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    ok, logs = eval_set(clinconsensus(data="sample", judge_mode="per_criterion"), log_dir=str(tmp_path / "campaign"),
+                        model=["openai-api/cand/cand-model", "openai-api/cand/cand-model-b"],
+                        model_roles={"grader": "openai-api/judge/judge-model"}, display="none")
+    assert ok and [log.status for log in logs] == ["success", "success"]
+    metrics = [{k: v.value for s in log.results.scores for k, v in s.metrics.items()} for log in logs]
+    assert metrics[0] == metrics[1]
+    assert 360 <= fake_server.stats()["kinds"]["per_criterion"] < 720  # run side by side: the cache serves what it already holds
+    fake_server.reset()
+    ok, logs = eval_set(clinconsensus(data="sample", judge_mode="per_criterion"), log_dir=str(tmp_path / "campaign-2"),
+                        model=["openai-api/cand/cand-model-c"], model_roles={"grader": "openai-api/judge/judge-model"}, display="none")
+    assert ok and fake_server.stats()["kinds"].get("per_criterion", 0) == 0
+    assert {k: v.value for s in logs[0].results.scores for k, v in s.metrics.items()} == metrics[0]

@@ -1,0 +1,90 @@
+"""Do the judge calls of a case reach the provider after its prompt cache can serve them?
+
+A provider caches a prompt prefix once a call carrying it has been processed; calls sent before
+that pay the full input price. In per-criterion mode the 30 prompts of a case share everything
+before the rubric item. This script runs both frameworks in per-criterion mode against the stand-in
+server (separate process) with a judge latency, and prints, per framework, the share of calls 2-30
+of a case that arrived after a call with the case's prefix had returned (the stand-in counts it:
+``prefix_repeats_after_return / prefix_repeats``), the cached share of the judge's prompt tokens
+and the judging wall time against the ideal (calls x latency / concurrency).
+
+``--before`` sends every criterion of a case at once, as the graders did before (for comparison).
+
+Usage: python bench/cache_order.py [--cases 50] [--latency 1.0] [--frameworks inspect,lmeval] [--before]
+The last line printed is one JSON object {framework: {...}}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION
+from judge_cost import Server, run_inspect, run_lmeval, write_cases
+
+CONCURRENCY = 32
+
+
+def all_at_once() -> None:
+    """Swap the prefix-first order for the old one: every criterion of a case at once."""
+    import asyncio
+
+    from clinconsensus_tasks.scorers.clinconsensus import rubric_grading
+
+    async def gather_all(question, answer, rubrics, complete, max_attempts, template, breaker):
+        return list(await asyncio.gather(*(rubric_grading._judge_one(question, answer, cid, text, complete, max_attempts, template, breaker)
+                                           for cid, text in rubrics)))
+
+    rubric_grading._judge_prefix_first = gather_all
+
+
+def measure(framework: str, server: Server, data: str, work: Path, latency: float) -> dict:
+    server.reset(latency)
+    run = run_inspect if framework == "inspect" else run_lmeval
+    result = run(server, data, PER_CRITERION, str(work / f"{framework}-cache"))
+    usage = result["judge_usage"]
+    calls = result["judge_calls"]
+    return {
+        "judge_calls": calls,
+        "share_after_first_returned": round(result["prefix_repeats_after_return"] / max(1, result["prefix_repeats"]), 4),
+        "cached_share_of_prompt_tokens": round(usage.get("cached_prompt_tokens", 0) / max(1, usage.get("prompt_tokens", 0)), 4),
+        "judging_wall_s": round(result["wall"], 2),
+        "ideal_wall_s": round(calls * latency / CONCURRENCY, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=50)
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds the stand-in judge takes per call")
+    parser.add_argument("--answer-chars", type=int, default=1500)
+    parser.add_argument("--frameworks", default="inspect,lmeval")
+    parser.add_argument("--before", action="store_true", help="send all 30 criteria of a case at once (the old behaviour)")
+    args = parser.parse_args()
+    if args.before:
+        all_at_once()
+
+    work = Path(tempfile.mkdtemp(prefix="cache-order-"))
+    data = work / "cases.jsonl"
+    write_cases(args.cases, data)
+    server = Server(args.answer_chars)
+    results = {}
+    try:
+        for framework in args.frameworks.split(","):
+            results[framework] = measure(framework, server, str(data), work, args.latency)
+            print(f"  {framework}: {json.dumps(results[framework])}", file=sys.stderr, flush=True)
+    finally:
+        server.stop()
+    order = "all criteria at once (before)" if args.before else "first criterion, then the rest"
+    print(f"{args.cases} cases x 30 criteria, per-criterion, {order}, {args.latency:g} s judge, concurrency {CONCURRENCY}")
+    for framework, r in results.items():
+        print(f"  {framework:8} calls 2-30 sent after the case's first call returned: {r['share_after_first_returned']:.3f}; "
+              f"cached share of prompt tokens {r['cached_share_of_prompt_tokens']:.3f}; judging {r['judging_wall_s']} s (ideal {r['ideal_wall_s']} s)")
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

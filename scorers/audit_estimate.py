@@ -1,0 +1,114 @@
+"""An audited cheap judge: the expensive judge's score estimated from a stratified sample.
+
+Why: grading every criterion with an API judge is most of a run's bill. A local judge can grade
+every case for the price of a GPU, and the API judge only a sample of cases; the run then reports
+how well the two agree (Cohen's kappa on the sampled criteria, with an interval) and what the API
+judge's score over *all* cases would have been, with an interval that is narrow when the judges
+agree and honest when they do not.
+
+The estimator is the stratified difference estimator (prediction-powered inference with the local
+judge as the predictor): in each stratum h of N_h cases, n_h of them sampled without replacement,
+
+    estimate = sum_h W_h * (mean of local over the N_h cases + mean of (api - local) over the n_h)
+    variance = sum_h W_h^2 * (1 - n_h / N_h) * s_h^2 / n_h
+
+with W_h = N_h / N and s_h^2 the sample variance (n_h - 1) of the differences. The local judge's
+mean is a census of the run's cases, not a sample, so it adds no variance; the finite-population
+factor makes a stratum sampled in full contribute none. Any per-case value works: a CACS@k term,
+a Pass@k indicator, a case's share of met criteria.
+
+The kappa interval is a delete-one-case jackknife: the 30 criteria of a case are graded from one
+answer and are not independent, so cases, not criteria, are the units resampled.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa
+
+Z_95 = 1.959963984540054
+MIN_PER_STRATUM = 2  # the fewest sampled cases that give a stratum a variance
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    stderr: float
+    low: float
+    high: float
+
+    @classmethod
+    def around(cls, estimate: float, stderr: float, z: float = Z_95) -> Interval:
+        return cls(estimate, stderr, estimate - z * stderr, estimate + z * stderr)
+
+    def to_dict(self) -> dict[str, float]:
+        return {"estimate": self.estimate, "stderr": self.stderr, "low": self.low, "high": self.high}
+
+
+def stratified_sample(strata: Mapping[str, Hashable], share: float, seed: int) -> list[str]:
+    """Case ids drawn without replacement: ``share`` of each stratum, rounded, and at least
+    :data:`MIN_PER_STRATUM` (or the whole stratum when it is smaller). ``strata`` maps a case id to
+    its stratum (e.g. ``(subject, difficulty)``); the draw depends only on the ids, the strata,
+    ``share`` and ``seed``, not on the order of ``strata``. Returned sorted."""
+    if not 0 < share <= 1:
+        raise ValueError(f"audit share must be in (0, 1], got {share}")
+    rng = random.Random(seed)
+    groups: dict[Hashable, list[str]] = defaultdict(list)
+    for case_id, stratum in strata.items():
+        groups[stratum].append(case_id)
+    chosen: list[str] = []
+    for stratum in sorted(groups, key=repr):
+        ids = sorted(groups[stratum])
+        size = min(len(ids), max(MIN_PER_STRATUM, round(share * len(ids))))
+        chosen += rng.sample(ids, size)
+    return sorted(chosen)
+
+
+def difference_estimate(local: Mapping[str, float], api: Mapping[str, float], strata: Mapping[str, Hashable],
+                        z: float = Z_95) -> Interval:
+    """The API judge's mean over every case of ``local`` (the local judge's per-case values), from
+    the sampled cases in ``api``; ``strata`` gives each case's stratum (see the module docstring)."""
+    missing = sorted(set(api) - set(local))
+    if missing:
+        raise ValueError(f"cases graded by the API judge but not by the local judge: {', '.join(missing[:5])}")
+    groups: dict[Hashable, list[str]] = defaultdict(list)
+    for case_id in local:
+        groups[strata[case_id]].append(case_id)
+    total = len(local)
+    estimate = variance = 0.0
+    for stratum, ids in groups.items():
+        diffs = [api[i] - local[i] for i in ids if i in api]
+        if len(diffs) < min(MIN_PER_STRATUM, len(ids)):
+            raise ValueError(f"stratum {stratum!r}: {len(diffs)} of {len(ids)} cases graded by the API judge; "
+                             f"need at least {MIN_PER_STRATUM} (or all) to estimate it")
+        weight, n = len(ids) / total, len(diffs)
+        d_mean = sum(diffs) / n
+        estimate += weight * (sum(local[i] for i in ids) / len(ids) + d_mean)
+        if n < len(ids):
+            s2 = sum((d - d_mean) ** 2 for d in diffs) / (n - 1)
+            variance += weight**2 * (1 - n / len(ids)) * s2 / n
+    return Interval.around(estimate, math.sqrt(variance), z)
+
+
+def kappa_interval(pairs_by_case: Mapping[str, Sequence[tuple[bool, bool]]], z: float = Z_95) -> Interval:
+    """Cohen's kappa of (API, local) verdict pairs pooled over the sampled cases, with a
+    delete-one-case jackknife standard error (NaN with fewer than two cases)."""
+    confusions = {case_id: Confusion.of(pairs) for case_id, pairs in pairs_by_case.items()}
+    pooled = sum(confusions.values(), Confusion())
+    kappa = cohen_kappa(pooled)
+    g = len(confusions)
+    if g < 2:
+        return Interval.around(kappa, math.nan, z)
+    leave_one_out = [cohen_kappa(_minus(pooled, c)) for c in confusions.values()]
+    mean_loo = sum(leave_one_out) / g
+    stderr = math.sqrt((g - 1) / g * sum((k - mean_loo) ** 2 for k in leave_one_out))
+    return Interval.around(kappa, stderr, z)
+
+
+def _minus(a: Confusion, b: Confusion) -> Confusion:
+    return Confusion(a.tp - b.tp, a.tn - b.tn, a.fp - b.fp, a.fn - b.fn)

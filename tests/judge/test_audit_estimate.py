@@ -1,0 +1,67 @@
+"""The audited local judge's statistics, on values worked by hand (see each test's comments)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from clinconsensus_tasks.scorers.audit_estimate import (
+    Z_95,
+    difference_estimate,
+    kappa_interval,
+    stratified_sample,
+)
+
+
+def test_difference_estimate_worked_by_hand():
+    # Stratum A: 4 cases, local 0.2 0.4 0.6 0.8 (mean 0.5); a1 and a3 audited, API 0.5 and 0.6:
+    #   differences 0.3 and 0.0, mean 0.15, variance ((0.15)^2 * 2) / 1 = 0.045; estimate 0.65.
+    # Stratum B: 2 cases, local 1.0 and 0.0, both audited, API 1.0 and 1.0: estimate 0.5 + 0.5 = 1.0,
+    #   no variance (the whole stratum was audited).
+    # Overall: 4/6 * 0.65 + 2/6 * 1.0 = 23/30; variance (4/6)^2 * (1 - 2/4) * 0.045 / 2 = 0.005.
+    local = {"a1": 0.2, "a2": 0.4, "a3": 0.6, "a4": 0.8, "b1": 1.0, "b2": 0.0}
+    api = {"a1": 0.5, "a3": 0.6, "b1": 1.0, "b2": 1.0}
+    strata = {"a1": "A", "a2": "A", "a3": "A", "a4": "A", "b1": "B", "b2": "B"}
+    result = difference_estimate(local, api, strata)
+    assert result.estimate == pytest.approx(23 / 30)
+    assert result.stderr == pytest.approx(math.sqrt(0.005))
+    assert (result.low, result.high) == pytest.approx((23 / 30 - Z_95 * math.sqrt(0.005), 23 / 30 + Z_95 * math.sqrt(0.005)))
+
+
+def test_difference_estimate_is_exact_when_every_case_is_audited():
+    local = {"a": 0.0, "b": 0.25, "c": 1.0}
+    api = {"a": 1.0, "b": 0.5, "c": 0.0}
+    result = difference_estimate(local, api, dict.fromkeys(local, "s"))
+    assert (result.estimate, result.stderr) == (pytest.approx(0.5), 0.0)
+
+
+def test_difference_estimate_refuses_a_stratum_it_cannot_estimate():
+    local = {"a": 0.0, "b": 0.5, "c": 1.0}
+    with pytest.raises(ValueError, match="stratum 's': 1 of 3 cases graded by the API judge"):
+        difference_estimate(local, {"a": 1.0}, dict.fromkeys(local, "s"))
+    with pytest.raises(ValueError, match="not by the local judge: z"):
+        difference_estimate(local, {"a": 1.0, "b": 1.0, "z": 0.0}, dict.fromkeys(local, "s"))
+
+
+def test_kappa_with_a_case_jackknife_worked_by_hand():
+    # Pairs (API, local). x: agree twice; y: agree on met, then API met / local not; z: agree on
+    # not met, then API not / local met. Pooled tp 2, tn 2, fp 1, fn 1: p_o 2/3, p_e 1/2, kappa 1/3.
+    # Leaving out x: kappa 0; y: 1/2; z: 1/2. Mean 1/3; jackknife variance 2/3 * (1/9 + 1/36 + 1/36) = 1/9.
+    pairs = {"x": [(True, True), (False, False)], "y": [(True, True), (True, False)], "z": [(False, False), (False, True)]}
+    result = kappa_interval(pairs)
+    assert result.estimate == pytest.approx(1 / 3)
+    assert result.stderr == pytest.approx(1 / 3)
+    assert result.low == pytest.approx(1 / 3 - Z_95 / 3)
+
+
+def test_stratified_sample_takes_a_share_of_each_stratum_reproducibly():
+    strata = {f"big{i}": ("内科", "low") for i in range(10)}
+    strata |= {f"mid{i}": ("外科", "low") for i in range(3)}
+    strata["solo"] = ("儿科", "low")
+    chosen = stratified_sample(strata, 0.3, seed=7)
+    # 3 of 10; round(0.9) = 1 of 3, raised to the minimum of 2; the lone case.
+    assert [sum(c.startswith(p) for c in chosen) for p in ("big", "mid", "solo")] == [3, 2, 1]
+    assert chosen == stratified_sample(dict(reversed(list(strata.items()))), 0.3, seed=7)  # order does not matter
+    assert any(stratified_sample(strata, 0.3, seed=s) != chosen for s in range(8, 12))  # the seed does
+    with pytest.raises(ValueError, match="audit share"):
+        stratified_sample(strata, 0.0, seed=1)
