@@ -103,13 +103,12 @@ class BatchRun:
     """Submits, finds again, polls and downloads batches for one judge's settings."""
 
     def __init__(self, settings: Any, cache: JudgeCache, poll_seconds: float | None = None):
-        from openai import AsyncOpenAI
+        from clinconsensus_tasks.judge.client import openai_client
 
         self.settings, self.cache = settings, cache
         self.poll = poll_seconds if poll_seconds is not None else float(os.environ.get(ENV_POLL) or DEFAULT_POLL_SECONDS)
         self.ledger = Ledger(ledger_path(settings.cache_dir))
-        self.client = AsyncOpenAI(base_url=settings.base_url, api_key=settings.api_key, max_retries=settings.max_retries,
-                                  timeout=settings.timeout)
+        self.client = openai_client(settings)
         self.usage = TokenUsage()
         self.batch_ids: list[str] = []
         self.unanswered = 0
