@@ -17,6 +17,9 @@ Settings (environment variables):
   (default 512 per criterion; batched mode allows 96 per criterion),
 * ``CLINCONSENSUS_JUDGE_EXTRA_BODY``: a JSON object merged into every request, e.g.
   ``{"chat_template_kwargs": {"enable_thinking": false}}`` for a Qwen3-based judge on vLLM,
+* ``CLINCONSENSUS_JUDGE_STRUCTURED_OUTPUT=1``: send ``response_format`` with the verdict's JSON
+  schema (off by default: the released judge was trained on the fenced format, and an API without
+  structured output answers 400),
 * ``CLINCONSENSUS_CACHE_DIR`` (see ``judge_cache``); ``CLINCONSENSUS_JUDGE_CACHE=0`` disables it,
 * ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD`` (default 0.01; 0 = never stop): the share of failed
   judgments that ends the run with an error (``scorers.clinconsensus.judge_failures``).
@@ -44,7 +47,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTempla
 from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens, openai_response_format
 from clinconsensus_tasks.scorers.usage import TokenUsage, total
 
 
@@ -61,6 +64,7 @@ class JudgeSettings:
     cache_dir: str | None = None
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     failure_threshold: float = DEFAULT_FAILURE_THRESHOLD
+    structured_output: bool = False  # send response_format with the verdict's JSON schema
 
     @classmethod
     def from_env(cls, prefix: str = "CLINCONSENSUS_JUDGE_", env: Mapping[str, str] | None = None) -> "JudgeSettings":
@@ -111,6 +115,7 @@ class JudgeSettings:
             cache_dir=env.get("CLINCONSENSUS_CACHE_DIR") or None,
             extra_body=extra_body,
             failure_threshold=failure_threshold,
+            structured_output=env.get(f"{prefix}STRUCTURED_OUTPUT", "0").strip().lower() in ("1", "true", "yes"),
         )
 
 
@@ -213,6 +218,8 @@ async def judge_documents(
     """
     from tqdm.auto import tqdm
 
+    if settings.structured_output:  # the verdict rule reads these replies like any other
+        settings = replace(settings, extra_body={**settings.extra_body, "response_format": openai_response_format(mode)})
     client = JudgeClient(settings)
     prompt_info = prompt_record(template, mode)
     breaker = CircuitBreaker(resume_hint=resume_hint(settings))
