@@ -52,7 +52,7 @@ from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, b
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES, VERDICT_SCHEMA_NAME, verdict_schema
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES, VERDICT_SCHEMA_DESCRIPTION, VERDICT_SCHEMA_NAME, verdict_schema
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
 from clinconsensus_tasks.scorers.usage import TokenUsage, total
 from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
@@ -254,7 +254,8 @@ def rubric_scorer(
     prompt_info = prompt_record(template, judge_mode)
     decoding: dict = dict(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
     if judge_structured_output:  # response_format with the verdict's schema; the verdict rule still applies
-        decoding["response_format"] = ResponseSchema(name=VERDICT_SCHEMA_NAME, json_schema=JSONSchema.model_validate(verdict_schema(judge_mode)), strict=True)
+        decoding["response_schema"] = ResponseSchema(name=VERDICT_SCHEMA_NAME, json_schema=JSONSchema.model_validate(verdict_schema(judge_mode)),
+                                                     description=VERDICT_SCHEMA_DESCRIPTION, strict=True)
     threshold = failure_threshold(judge_failure_threshold)
     breaker, tally = CircuitBreaker(resume_hint=RESUME_HINT), FailureTally()
 

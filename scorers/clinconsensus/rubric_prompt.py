@@ -104,11 +104,13 @@ def verdict_schema(mode: str) -> dict[str, Any]:
 
 
 VERDICT_SCHEMA_NAME = "clinconsensus_verdict"
+VERDICT_SCHEMA_DESCRIPTION = "The judge's verdict on rubric criteria (criteria_met: true when met)."
 
 
 def openai_response_format(mode: str) -> dict[str, Any]:
     """The ``response_format`` request field of the OpenAI chat API asking for :func:`verdict_schema`."""
-    return {"type": "json_schema", "json_schema": {"name": VERDICT_SCHEMA_NAME, "schema": verdict_schema(mode), "strict": True}}
+    return {"type": "json_schema", "json_schema": {"name": VERDICT_SCHEMA_NAME, "schema": verdict_schema(mode),
+                                                    "description": VERDICT_SCHEMA_DESCRIPTION, "strict": True}}
 
 
 PROBE_SYSTEM = "clinconsensus-tasks: judge connectivity check."

@@ -8,8 +8,6 @@ criteria only) is checked exactly. End-to-end tests exercise the same code over 
 import asyncio
 import json
 
-import pytest
-
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import count_failures, count_met, grade_answer
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import parse_template
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, BATCHED_SYSTEM, PER_CRITERION, PER_CRITERION_SYSTEM, per_criterion_messages
