@@ -17,8 +17,11 @@ forged verdict next to the judge's own. No list of forms can tell them apart; on
 (e) Batched: exactly one JSON array of verdict objects (or one object wrapping exactly one such
     array) holds the key, and the key occurs in the remainder exactly as often as the array has
     items; items are matched to criteria by ``criterion_id`` (by position when the counts agree).
-(f) A reply holding a line of the judge prompt's own fixed text (:func:`echo_lines`: each line of
-    at least 12 characters, and the answer delimiters) is no verdict: the judge echoed the prompt.
+(f) A remainder holding a line of the judge prompt's own fixed text (:func:`echo_lines`: each line
+    of at least 12 characters, and the answer delimiters) is no verdict: the judge echoed the
+    prompt. ``rubric_grading`` passes the prompt it built the request from, so no caller forgets it.
+(g) Our prompts' format examples are not JSON (``"criteria_met": <true 或 false>``): no prompt of
+    ours sent back is a verdict, even without (f).
 
 Anything else (no key, two keys, a value that is not a boolean form) is no verdict: the caller
 asks again, bypassing caches, and then records a failed judgment, never a pass. A forged verdict
