@@ -37,6 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
 from clinconsensus_tasks.judge.official_template import prompt_record
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import openai_response_format
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     DEFAULT_FAILURE_THRESHOLD,
     ENV_FAILURE_THRESHOLD,
@@ -47,7 +48,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTempla
 from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens, openai_response_format
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens
 from clinconsensus_tasks.scorers.usage import TokenUsage, total
 
 
