@@ -22,6 +22,7 @@ from inspect_ai.model import (
     ContentReasoning,
     GenerateConfig,
     Model,
+    ResponseSchema,
     ModelOutput,
     get_model,
     model_roles,
@@ -29,6 +30,7 @@ from inspect_ai.model import (
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.util import JSONSchema
 
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases
@@ -50,7 +52,7 @@ from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, b
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES, VERDICT_SCHEMA_DESCRIPTION, VERDICT_SCHEMA_NAME, verdict_schema
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
 from clinconsensus_tasks.scorers.usage import TokenUsage, total
 from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
@@ -236,6 +238,7 @@ def rubric_scorer(
     judge_sees_thinking: bool = False,
     judge_failure_threshold: float | None = None,
     planned_judgments: int = 0,
+    judge_structured_output: bool = False,
 ) -> Scorer:
     """Grade each answer against its case's rubric with the judge model.
 
@@ -249,7 +252,10 @@ def rubric_scorer(
     judge_mode = settings.judge_mode(judge_mode)
     template = load_judge_prompt(judge_prompt, judge_mode)
     prompt_info = prompt_record(template, judge_mode)
-    decoding = dict(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
+    decoding: dict = dict(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
+    if judge_structured_output:  # response_format with the verdict's schema; the verdict rule still applies
+        decoding["response_schema"] = ResponseSchema(name=VERDICT_SCHEMA_NAME, json_schema=JSONSchema.model_validate(verdict_schema(judge_mode)),
+                                                     description=VERDICT_SCHEMA_DESCRIPTION, strict=True)
     threshold = failure_threshold(judge_failure_threshold)
     breaker, tally = CircuitBreaker(resume_hint=RESUME_HINT), FailureTally()
 
@@ -323,6 +329,7 @@ def clinconsensus(
     judge_sees_thinking: bool = False,
     revision: str | None = None,
     judge_failure_threshold: float | None = None,
+    judge_structured_output: bool = False,
 ) -> Task:
     """ClinConsensus: open-ended Chinese clinical cases graded against 30 rubric criteria each.
 
@@ -354,6 +361,8 @@ def clinconsensus(
             ``$CLINCONSENSUS_DATA_REVISION``, else the default branch.
         judge_failure_threshold: the share of failed judgments that ends the run with an error
             (default ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD`` or 0.01; 0 = never stop).
+        judge_structured_output: ask the judge for JSON by ``response_format`` (off by default: the
+            released judge was trained on the fenced format; an API without it answers 400).
     """
     try:
         ks = settings.thresholds(thresholds, n_criteria)
@@ -366,7 +375,8 @@ def clinconsensus(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check),
         scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading,
-                             judge_max_tokens, judge_prompt, judge_sees_thinking, judge_failure_threshold, len(loaded.cases) * n_criteria),
+                             judge_max_tokens, judge_prompt, judge_sees_thinking, judge_failure_threshold, len(loaded.cases) * n_criteria,
+                             judge_structured_output=judge_structured_output),
         metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns, judge_failure_threshold)],
         config=GenerateConfig(max_tokens=answer_max_tokens),
         metadata={**data_provenance(loaded), "judge_mode": judge_mode, **prompt_record(load_judge_prompt(judge_prompt, judge_mode), judge_mode)},

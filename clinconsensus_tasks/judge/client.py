@@ -17,6 +17,9 @@ Settings (environment variables):
   (default 512 per criterion; batched mode allows 96 per criterion),
 * ``CLINCONSENSUS_JUDGE_EXTRA_BODY``: a JSON object merged into every request, e.g.
   ``{"chat_template_kwargs": {"enable_thinking": false}}`` for a Qwen3-based judge on vLLM,
+* ``CLINCONSENSUS_JUDGE_STRUCTURED_OUTPUT=1``: send ``response_format`` with the verdict's JSON
+  schema (off by default: the released judge was trained on the fenced format, and an API without
+  structured output answers 400),
 * ``CLINCONSENSUS_CACHE_DIR`` (see ``judge_cache``); ``CLINCONSENSUS_JUDGE_CACHE=0`` disables it,
 * ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD`` (default 0.01; 0 = never stop): the share of failed
   judgments that ends the run with an error (``scorers.clinconsensus.judge_failures``),
@@ -36,6 +39,7 @@ from typing import Any, Callable, Mapping, Sequence
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
 from clinconsensus_tasks.judge.official_template import prompt_record
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import openai_response_format
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     DEFAULT_FAILURE_THRESHOLD,
     ENV_FAILURE_THRESHOLD,
@@ -65,6 +69,7 @@ class JudgeSettings:
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     failure_threshold: float = DEFAULT_FAILURE_THRESHOLD
     batch: bool = False  # first attempts through the provider's batch API (judge.batch_api)
+    structured_output: bool = False  # send response_format with the verdict's JSON schema
 
     def __post_init__(self) -> None:
         hold_secret(self.api_key)  # redacted from every message we raise or store (scorers.redact)
@@ -120,6 +125,7 @@ class JudgeSettings:
             extra_body=extra_body,
             failure_threshold=failure_threshold,
             batch=env.get(f"{prefix}BATCH", "0").lower() in ("1", "true", "yes"),
+            structured_output=env.get(f"{prefix}STRUCTURED_OUTPUT", "0").strip().lower() in ("1", "true", "yes"),
         )
 
 
@@ -243,6 +249,8 @@ async def judge_documents(
 
     from clinconsensus_tasks.judge.batch_api import prefill_by_batch
 
+    if settings.structured_output:  # the verdict rule reads these replies like any other
+        settings = replace(settings, extra_body={**settings.extra_body, "response_format": openai_response_format(mode)})
     batch = await prefill_by_batch(answers, docs, settings, mode, template) if settings.batch else {}
     client = JudgeClient(settings)
     prompt_info = prompt_record(template, mode)

@@ -18,6 +18,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCas
 from clinconsensus_tasks.scorers.clinconsensus.answer_guard import suspect_reasons
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, FailureTally, reason_counts
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import prompt_fixed_text
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment, count_failures, count_met, failures_of, grade_answer
 
 RECORD_VERSION = 1
@@ -196,4 +197,4 @@ async def grade_case(
     record says about it (name, sha256, source)."""
     judgments = await grade_answer(question, answer, rubrics, complete, mode, max_attempts, template, breaker)
     return GradedCase(case_id, judge, mode, tuple(judgments), not (answer or "").strip(), dict(slices or {}), epoch,
-                      judge_prompt=dict(judge_prompt or {}), suspect=tuple(suspect_reasons(answer)))
+                      judge_prompt=dict(judge_prompt or {}), suspect=tuple(suspect_reasons(answer, prompt_fixed_text(mode, template))))

@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable, Sequence
 
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, batched_messages, check_judge_mode, per_criterion_messages
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
+    BATCHED,
+    PER_CRITERION,
+    batched_messages,
+    check_judge_mode,
+    per_criterion_messages,
+    prompt_echo,
+)
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ERROR_TRANSPORT,
     ERROR_UNPARSEABLE,
@@ -26,7 +33,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     JudgeUnavailableError,
     classify,
 )
-from clinconsensus_tasks.scorers.clinconsensus.verdicts import parse_batched_verdicts, parse_verdict
+from clinconsensus_tasks.scorers.clinconsensus.verdicts import read_batched, read_verdict
 
 Messages = list[dict[str, str]]
 Complete = Callable[[Messages, bool], Awaitable[str]]
@@ -111,16 +118,18 @@ async def _judge_one(
     breaker: CircuitBreaker | None = None,
 ) -> CriterionJudgment:
     messages = template.messages(question, answer, criterion) if template else per_criterion_messages(question, answer, criterion)
+    echo = prompt_echo(PER_CRITERION, template)  # the verdict rule needs the prompt it must not accept back
     problem = "no attempt made"
     for attempt in range(max_attempts):
         try:
             text = await _ask(complete, messages, attempt > 0, breaker)
         except _CallFailed as failed:  # not asked again: the client has retried what can be retried
             return CriterionJudgment(criterion_id, None, attempts=attempt + 1, error=failed.reason, error_kind=failed.kind)
-        verdict = parse_verdict(text, answer)
+        reading = read_verdict(text, echo)
+        verdict = reading.verdicts.get(None)
         if verdict is not None:
             return CriterionJudgment(criterion_id, verdict.met, verdict.explanation, attempt + 1)
-        problem = f"unparseable verdict: {(text or '')[:_RAW_KEEP]!r}"
+        problem = f"unparseable verdict ({reading.problem}): {(text or '')[:_RAW_KEEP]!r}"
     return CriterionJudgment(criterion_id, None, attempts=max_attempts, error=problem, error_kind=ERROR_UNPARSEABLE)
 
 
@@ -134,6 +143,7 @@ async def _judge_batched(
 ) -> list[CriterionJudgment]:
     # The judge sees short numeric ids ("1".."30"): fewer output tokens, fewer copying mistakes.
     short_ids = [str(i + 1) for i in range(len(rubrics))]
+    echo = prompt_echo(BATCHED)
     results: dict[str, CriterionJudgment] = {}
     pending = list(range(len(rubrics)))
     problem, kind = "no attempt made", ERROR_UNPARSEABLE
@@ -146,7 +156,8 @@ async def _judge_batched(
         except _CallFailed as failed:
             problem, kind = failed.reason, failed.kind
             break
-        verdicts = parse_batched_verdicts(text, [sid for sid, _ in asked], answer)
+        reading = read_batched(text, [sid for sid, _ in asked], echo)
+        verdicts = reading.verdicts
         still = []
         for i in pending:
             verdict = verdicts.get(short_ids[i])
@@ -155,7 +166,7 @@ async def _judge_batched(
             else:
                 results[rubrics[i][0]] = CriterionJudgment(rubrics[i][0], verdict.met, verdict.explanation, attempts)
         if still:
-            problem = f"no usable verdict for these criteria in: {(text or '')[:_RAW_KEEP]!r}"
+            problem = f"no usable verdict for these criteria ({reading.problem or 'not in the list'}): {(text or '')[:_RAW_KEEP]!r}"
         pending = still
     for i in pending:
         results[rubrics[i][0]] = CriterionJudgment(rubrics[i][0], None, attempts=attempts, error=problem, error_kind=kind)

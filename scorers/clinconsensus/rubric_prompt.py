@@ -14,9 +14,12 @@ provider's or vLLM's prefix cache can serve most of each prompt.
 
 from __future__ import annotations
 
-from typing import Sequence
+from functools import lru_cache
+from typing import Any, Sequence
 
 from clinconsensus_tasks.scorers.clinconsensus.answer_guard import ANSWER_BEGIN, ANSWER_END, fence_answer
+from clinconsensus_tasks.scorers.clinconsensus.judge_template import PLACEHOLDERS, JudgeTemplate
+from clinconsensus_tasks.scorers.clinconsensus.verdicts import echo_lines
 
 PER_CRITERION = "per_criterion"
 BATCHED = "batched"
@@ -55,8 +58,8 @@ PER_CRITERION_SYSTEM = f"""你是一名资深临床医学专家，负责按照�
 {_RULES}
 
 只输出一个 JSON 对象，不要输出其他内容，格式为：
-{{"explanation": "判断理由", "criteria_met": true}}
-其中 criteria_met 为 true（满足）或 false（不满足）。"""
+{{"explanation": "判断理由", "criteria_met": <true 或 false>}}
+其中 criteria_met 写 true（满足）或 false（不满足），不加引号。"""
 
 BATCHED_SYSTEM = f"""你是一名资深临床医学专家，负责按照评分标准审阅一段医疗问答中的回答。
 你会看到用户的提问、待评估的回答，以及一组带编号的评分标准。请逐条独立判断回答是否满足每条标准。
@@ -64,8 +67,50 @@ BATCHED_SYSTEM = f"""你是一名资深临床医学专家，负责按照评分�
 {_RULES}
 
 只输出一个 JSON 数组，不要输出其他内容；每条标准对应一个对象，顺序与编号一致，格式为：
-[{{"criterion_id": "标准编号", "explanation": "一句话理由", "criteria_met": true}}]
-其中 criteria_met 为 true（满足）或 false（不满足），每条标准都必须出现且只出现一次。"""
+[{{"criterion_id": "标准编号", "explanation": "一句话理由", "criteria_met": <true 或 false>}}]
+其中 criteria_met 写 true（满足）或 false（不满足），不加引号；每条标准都必须出现且只出现一次。"""
+
+
+# The format examples above are deliberately not valid JSON (``<true 或 false>``): a judge that
+# echoes its prompt, or copies the example, gives no verdict (``verdicts``, rule f and g).
+
+
+def prompt_fixed_text(mode: str, template: JudgeTemplate | None = None) -> str:
+    """The fixed text of the judge prompt ``mode`` and ``template`` send: the system prompt, or
+    the template with each placeholder replaced by a line break."""
+    if template is not None and mode == PER_CRITERION:
+        return template.text.format(**{name: "\n" for name in PLACEHOLDERS})
+    return BATCHED_SYSTEM if mode == BATCHED else PER_CRITERION_SYSTEM
+
+
+@lru_cache(maxsize=32)
+def prompt_echo(mode: str, template: JudgeTemplate | None = None) -> frozenset[str]:
+    """What a judge reply may not repeat (``verdicts.echo_lines``): the prompt's fixed lines and
+    the answer delimiters."""
+    return echo_lines(prompt_fixed_text(mode, template), (ANSWER_BEGIN, ANSWER_END))
+
+
+def verdict_schema(mode: str) -> dict[str, Any]:
+    """The JSON schema of a verdict for ``response_format`` (structured output): one object in
+    per-criterion mode; in batched mode an object wrapping the list (APIs want an object at the top)."""
+    item: dict[str, Any] = {"type": "object", "properties": {"explanation": {"type": "string"}, "criteria_met": {"type": "boolean"}},
+                            "required": ["explanation", "criteria_met"], "additionalProperties": False}
+    if mode != BATCHED:
+        return item
+    listed = {**item, "properties": {"criterion_id": {"type": "string"}, **item["properties"]},
+              "required": ["criterion_id", *item["required"]]}
+    return {"type": "object", "properties": {"verdicts": {"type": "array", "items": listed}},
+            "required": ["verdicts"], "additionalProperties": False}
+
+
+VERDICT_SCHEMA_NAME = "clinconsensus_verdict"
+VERDICT_SCHEMA_DESCRIPTION = "The judge's verdict on rubric criteria (criteria_met: true when met)."
+
+
+def openai_response_format(mode: str) -> dict[str, Any]:
+    """The ``response_format`` request field of the OpenAI chat API asking for :func:`verdict_schema`."""
+    return {"type": "json_schema", "json_schema": {"name": VERDICT_SCHEMA_NAME, "schema": verdict_schema(mode),
+                                                    "description": VERDICT_SCHEMA_DESCRIPTION, "strict": True}}
 
 
 PROBE_SYSTEM = "clinconsensus-tasks: judge connectivity check."

@@ -1,30 +1,61 @@
-"""Parsing judge verdicts.
+"""The verdict rule: when a judge's reply is a verdict, and when it is not.
 
-A judge may wrap its JSON in a Markdown fence, put a (possibly empty) ``<think>`` block before it,
-or write a sentence around it; all of those are accepted as long as a JSON object (or, in batched
-mode, a list of objects) with a recognisable ``criteria_met`` value can be found. The judge's
-*final* verdict counts: the last such object after its thinking. A judge often quotes the answer
-before judging it, and an answer may hold a verdict of its own; objects whose text appears in the
-answer are never taken (see ``answer_guard``). ``criteria_met``
-may be a JSON boolean, 0/1, or one of the usual textual forms (``"true"``, ``"yes"``, ``"met"``,
-``"是"`` ...). Anything else is *unparseable* (``None``), never silently "not met": callers re-ask
-and, if it still fails, count a judge failure.
+The answer under review is adversarial text, and the judge may quote it, so a reply can hold a
+forged verdict next to the judge's own. No list of forms can tell them apart; one count can:
+
+(a) A reply that starts (after white space) with ``<think>`` loses everything through the first
+    ``</think>``; if that block never closes there is no verdict. No other think tag is special.
+(b) If what remains, stripped, is exactly one Markdown code fence, its inside is the remainder.
+(c) :func:`normalise` the remainder for counting: decode ``\\uXXXX`` and the other JSON escapes,
+    NFKC (full-width forms become ASCII), drop format characters (Unicode ``Cf``: zero-width
+    spaces, joiners, BOM). Count the verdict key (``criteria_met``, any case, also written
+    ``criteria met``/``criteria-met``, whatever the quotes).
+(d) Per criterion: the key occurs exactly once in the remainder, and exactly one JSON object of
+    the remainder holds it (directly or one level down, ``{"result": {...}}``) with a true/false
+    value (:func:`coerce_met`). Normal judges' forms parse: a fence, prose before or after, an
+    empty ``<think></think>``, ``True``/``FALSE``, a trailing comma.
+(e) Batched: exactly one JSON array of verdict objects (or one object wrapping exactly one such
+    array) holds the key, and the key occurs in the remainder exactly as often as the array has
+    items; items are matched to criteria by ``criterion_id`` (by position when the counts agree).
+(f) A remainder holding a line of the judge prompt's own fixed text (:func:`echo_lines`: each line
+    of at least 12 characters, and the answer delimiters) is no verdict: the judge echoed the
+    prompt. ``rubric_grading`` passes the prompt it built the request from, so no caller forgets it.
+(g) Our prompts' format examples are not JSON (``"criteria_met": <true 或 false>``): no prompt of
+    ours sent back is a verdict, even without (f).
+
+Anything else (no key, two keys, a value that is not a boolean form) is no verdict: the caller
+asks again, bypassing caches, and then records a failed judgment, never a pass. A forged verdict
+in the answer that the judge repeats therefore makes the reply ambiguous, whatever its spelling:
+everything that could parse as a key is counted by the same :func:`normalise`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass
-from typing import Any, Sequence
-
-from clinconsensus_tasks.scorers.clinconsensus.answer_guard import quoted_in, squeeze
+from typing import Any, Iterable, Sequence
 
 _TRUE_WORDS = frozenset({"true", "yes", "y", "met", "1", "是", "满足", "符合"})
 _FALSE_WORDS = frozenset(
     {"false", "no", "n", "not met", "unmet", "0", "否", "不满足", "不符合"}
 )
+VERDICT_KEY = re.compile(r"criteria[\s_\-]*met", re.IGNORECASE)
+ECHO_MIN_CHARS = 12
+_OPEN_THINK, _CLOSE_THINK = "<think>", "</think>"
+_FENCE = re.compile(r"\A```[A-Za-z]*[ \t]*\n(.*?)\s*```\Z", re.DOTALL)
+_U_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+_C_ESCAPE = re.compile(r"\\[bfnrt]")
+_SPACE = re.compile(r"\s+")
 _OPENER = re.compile(r"[\[{]")
+# Outside JSON strings: Python/upper-case literals and trailing commas, which normal judges write.
+_REPAIRABLE = re.compile(r'("(?:[^"\\]|\\.)*")|\b(True|TRUE|False|FALSE|None|NULL)\b|,(\s*[}\]])', re.DOTALL)
+_LITERALS = {"True": "true", "TRUE": "true", "False": "false", "FALSE": "false", "None": "null", "NULL": "null"}
+_FAILED = object()
+
+ECHO = "echoes the judge prompt"
+UNCLOSED_THINKING = "thinking never closed"
 
 
 @dataclass(frozen=True)
@@ -33,6 +64,15 @@ class Verdict:
 
     met: bool
     explanation: str = ""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the rule made of one reply: verdicts (by criterion id in batched mode, ``None`` for
+    the single criterion otherwise) and, when there are none, why."""
+
+    verdicts: dict[str | None, Verdict]
+    problem: str = ""
 
 
 def coerce_met(value: Any) -> bool | None:
@@ -50,94 +90,218 @@ def coerce_met(value: Any) -> bool | None:
     return None
 
 
-def after_thinking(text: str) -> str:
-    """The part of a reply after its thinking: after the last ``</think>``; nothing when a
-    ``<think>`` block is never closed (the judge ran out of tokens while still thinking)."""
-    if "</think>" in text:
-        return text.rsplit("</think>", 1)[1]
-    if "<think>" in text:
-        return ""
-    return text
+# -- (a) to (c): the remainder and its normal form ------------------------------------------------
 
 
-def _json_values(text: str) -> list[tuple[Any, str]]:
-    """Every top-level JSON object or array in ``text`` (fenced or bare) in order of appearance,
-    each with the exact text it was decoded from."""
-    decoder = json.JSONDecoder()
-    found = []
-    pos = 0
-    while True:
-        match = _OPENER.search(text, pos)
-        if match is None:
-            return found
-        try:
-            value, end = decoder.raw_decode(text, match.start())
-        except ValueError:
-            pos = match.start() + 1
-            continue
-        found.append((value, text[match.start():end]))
-        pos = end
-
-
-def _judge_values(text: str, answer: str | None) -> list[Any]:
-    """The JSON values the judge itself wrote after thinking, last one last; values whose text
-    is quoted from the candidate's answer are dropped (an answer never speaks for the judge)."""
-    quoted = squeeze(answer) if answer else ""
-    return [v for v, src in _json_values(after_thinking(text)) if not (quoted and quoted_in(src, quoted))]
-
-
-def _verdict_from(obj: Any) -> Verdict | None:
-    if not isinstance(obj, dict) or "criteria_met" not in obj:
+def split_leading_thinking(text: str) -> tuple[str, str] | None:
+    """``(thinking, rest)`` of a text that starts (after white space) with a ``<think>`` block;
+    ``("", text)`` when it does not; ``None`` when the leading block never closes."""
+    stripped = text.lstrip()
+    if not stripped.startswith(_OPEN_THINK):
+        return "", text
+    end = stripped.find(_CLOSE_THINK)
+    if end < 0:
         return None
-    met = coerce_met(obj["criteria_met"])
+    return stripped[len(_OPEN_THINK):end], stripped[end + len(_CLOSE_THINK):]
+
+
+def remainder(reply: str) -> str | None:
+    """The part of a reply the rule reads: after a leading thinking block, inside a lone fence."""
+    split = split_leading_thinking(reply)
+    if split is None:
+        return None
+    rest = split[1].strip()
+    fenced = _FENCE.match(rest)
+    return fenced.group(1) if fenced and "```" not in fenced.group(1) else rest
+
+
+def _combine_surrogates(text: str) -> str:
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def normalise(text: str) -> str:
+    """``text`` as the rule counts it: JSON escapes decoded (``\\uXXXX`` to the character, ``\\n``
+    and the like to a space, other backslashes dropped), NFKC, format characters removed."""
+    text = _combine_surrogates(_U_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text))
+    text = _C_ESCAPE.sub(" ", text).replace("\\", "")
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
+def key_count(text: str) -> int:
+    """How often the verdict key occurs in ``text``, in any of the spellings :func:`normalise` evens out."""
+    return len(VERDICT_KEY.findall(normalise(text)))
+
+
+def _squash(text: str) -> str:
+    return _SPACE.sub(" ", normalise(text)).strip()
+
+
+def echo_lines(prompt_text: str, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The lines of a judge prompt's fixed text a reply may not contain (normalised, white space
+    squashed, at least :data:`ECHO_MIN_CHARS` characters), plus ``extra`` (the answer delimiters)."""
+    lines = {_squash(line) for line in prompt_text.splitlines()}
+    return frozenset({line for line in lines if len(line) >= ECHO_MIN_CHARS} | {_squash(e) for e in extra if e.strip()})
+
+
+def echoes(text: str, lines: frozenset[str]) -> bool:
+    squashed = _squash(text)
+    return any(line in squashed for line in lines)
+
+
+# -- (d) and (e): JSON values and the objects that hold the key -------------------------------------
+
+
+def _closing(text: str, start: int) -> int | None:
+    """The index after the bracket closing the one at ``start`` (double-quoted strings skipped)."""
+    depth, in_string, escaped = 0, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None
+
+
+def _repair(span: str) -> str:
+    def fix(m: re.Match[str]) -> str:
+        if m.group(1) is not None:
+            return m.group(1)
+        return _LITERALS[m.group(2)] if m.group(2) else m.group(3)
+
+    return _REPAIRABLE.sub(fix, span)
+
+
+def _loads(span: str) -> Any:
+    for candidate in (span, _repair(span)):
+        try:
+            return json.loads(candidate, strict=False)
+        except ValueError:
+            continue
+    return _FAILED
+
+
+def json_values(text: str) -> list[Any]:
+    """Every top-level JSON object or array in ``text`` that parses (leniently), in order."""
+    found, pos = [], 0
+    while (match := _OPENER.search(text, pos)) is not None:
+        end = _closing(text, match.start())
+        value = _loads(text[match.start():end]) if end is not None else _FAILED
+        if value is _FAILED:
+            pos = match.start() + 1
+        else:
+            found.append(value)
+            pos = end
+    return found
+
+
+def _key_in(obj: Any) -> str | None:
+    """The verdict key of ``obj`` if it is an object holding one."""
+    if isinstance(obj, dict):
+        return next((k for k in obj if isinstance(k, str) and VERDICT_KEY.fullmatch(normalise(k).strip())), None)
+    return None
+
+
+def _holders(value: Any) -> list[dict]:
+    """Objects holding the key: ``value`` itself, or an object one level inside it."""
+    if _key_in(value) is not None:
+        return [value]
+    if isinstance(value, dict):
+        return [v for v in value.values() if _key_in(v) is not None]
+    return []
+
+
+def _verdict_from(obj: dict) -> Verdict | None:
+    met = coerce_met(obj[_key_in(obj)])
     if met is None:
         return None
     explanation = obj.get("explanation", "")
     return Verdict(met=met, explanation=explanation if isinstance(explanation, str) else str(explanation))
 
 
-def parse_verdict(text: str | None, answer: str | None = None) -> Verdict | None:
-    """The judge's final per-criterion verdict: the last JSON object with a usable
-    ``criteria_met`` after any thinking, not counting objects quoted from ``answer``;
-    ``None`` if there is none."""
-    if not text:
-        return None
-    verdicts = [v for v in map(_verdict_from, _judge_values(text, answer)) if v is not None]
-    return verdicts[-1] if verdicts else None
+def _prepared(reply: str | None, echo: frozenset[str]) -> tuple[str | None, str]:
+    """The remainder to read, or ``None`` and the reason there is nothing to read."""
+    if not reply or not reply.strip():
+        return None, "empty reply"
+    rest = remainder(reply)
+    if rest is None:
+        return None, UNCLOSED_THINKING
+    if echoes(rest, echo):
+        return None, ECHO
+    return rest, ""
 
 
-def parse_batched_verdicts(
-    text: str | None, criterion_ids: Sequence[str], answer: str | None = None
-) -> dict[str, Verdict]:
-    """Parse the judge's final batched verdict list into ``{criterion_id: Verdict}`` for the ids asked.
+def read_verdict(reply: str | None, echo: frozenset[str]) -> Reading:
+    """Rule (d): the one verdict of a per-criterion reply, or why there is none."""
+    rest, problem = _prepared(reply, echo)
+    if rest is None:
+        return Reading({}, problem)
+    count = key_count(rest)
+    holders = [h for v in json_values(rest) for h in _holders(v)]
+    if count != 1 or len(holders) != 1:
+        return Reading({}, f"criteria_met occurs {count} time(s), in {len(holders)} JSON object(s); exactly one of each is a verdict")
+    verdict = _verdict_from(holders[0])
+    if verdict is None:
+        return Reading({}, f"criteria_met is not true or false: {holders[0][_key_in(holders[0])]!r}")
+    return Reading({None: verdict})
 
-    The last usable list after any thinking counts (lists quoted from ``answer`` are ignored).
-    Items are matched by their ``criterion_id``; an item without a known id is matched by its
-    position when the list has exactly one item per criterion asked. Items that do not parse, ids
-    that were not asked about and duplicates (the first wins) are ignored, so the result holds
-    only the criteria that got a usable verdict: the caller re-asks for the rest.
-    """
-    if not text:
-        return {}
+
+def _verdict_list(value: Any) -> list | None:
+    """``value`` if it is a list, or the one list an object wraps."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, dict):
+        lists = [v for v in value.values() if isinstance(v, list)]
+        return lists[0] if len(lists) == 1 else None
+    return None
+
+
+def _mentions_key(value: Any) -> bool:
+    if isinstance(value, dict):
+        return _key_in(value) is not None or any(_mentions_key(v) for v in value.values())
+    return isinstance(value, list) and any(_mentions_key(v) for v in value)
+
+
+def read_batched(reply: str | None, criterion_ids: Sequence[str], echo: frozenset[str]) -> Reading:
+    """Rule (e): the verdicts of a batched reply by criterion id (those it gives), or why none."""
+    rest, problem = _prepared(reply, echo)
+    if rest is None:
+        return Reading({}, problem)
+    candidates = [v for v in json_values(rest) if _mentions_key(v)]
+    items = _verdict_list(candidates[0]) if len(candidates) == 1 else None
+    count = key_count(rest)
+    if items is None or count != len(items) or any(_key_in(item) is None for item in items):
+        return Reading({}, f"criteria_met occurs {count} time(s); a batched verdict is one list with it once per item")
     wanted = list(criterion_ids)
-    for value in reversed(_judge_values(text, answer)):
-        if isinstance(value, dict):
-            # Some judges wrap the list: {"verdicts": [...]} or similar; take the first list value.
-            value = next((v for v in value.values() if isinstance(v, list)), None)
-        if not isinstance(value, list):
-            continue
-        out: dict[str, Verdict] = {}
-        positional = len(value) == len(wanted)
-        for index, item in enumerate(value):
-            verdict = _verdict_from(item)
-            if verdict is None:
-                continue
-            cid = str(item.get("criterion_id", "")).strip().strip("[]")
-            if cid not in wanted:
-                if not positional:
-                    continue
-                cid = wanted[index]
+    positional = len(items) == len(wanted)
+    out: dict[str | None, Verdict] = {}
+    for index, item in enumerate(items):
+        verdict = _verdict_from(item)
+        cid = str(item.get("criterion_id", "")).strip().strip("[]")
+        if cid not in wanted and positional:
+            cid = wanted[index]
+        if verdict is not None and cid in wanted:
             out.setdefault(cid, verdict)
-        if out:
-            return out
-    return {}
+    return Reading(out, "" if out else "no item holds a usable verdict")
+
+
+def parse_verdict(reply: str | None, echo: frozenset[str]) -> Verdict | None:
+    """The verdict of a per-criterion reply under the rule, or ``None``."""
+    return read_verdict(reply, echo).verdicts.get(None)
+
+
+def parse_batched_verdicts(reply: str | None, criterion_ids: Sequence[str], echo: frozenset[str]) -> dict[str, Verdict]:
+    """``{criterion_id: Verdict}`` for the criteria a batched reply gives a usable verdict."""
+    return {k: v for k, v in read_batched(reply, criterion_ids, echo).verdicts.items() if k is not None}

@@ -9,7 +9,8 @@ import asyncio
 import json
 
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import count_failures, count_met, grade_answer
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, BATCHED_SYSTEM, PER_CRITERION_SYSTEM, per_criterion_messages
+from clinconsensus_tasks.scorers.clinconsensus.judge_template import parse_template
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, BATCHED_SYSTEM, PER_CRITERION, PER_CRITERION_SYSTEM, per_criterion_messages
 
 RUBRICS = [("C1", "是否建议完善心电图"), ("C2", "是否提醒胸痛加重时立即就医"), ("C3", "是否说明阿司匹林剂量为100 mg")]
 
@@ -49,7 +50,7 @@ def test_per_criterion_reasks_unparseable_then_fails_after_three_attempts():
     })
     out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge))
     assert [(j.criterion_id, j.met, j.attempts) for j in out] == [("C1", True, 1), ("C2", False, 2), ("C3", None, 3)]
-    assert out[2].error == "unparseable verdict: '???'"
+    assert out[2].error == "unparseable verdict (criteria_met occurs 0 time(s), in 0 JSON object(s); exactly one of each is a verdict): '???'"
     assert count_met(out) == 1 and count_failures(out) == 1
     # First attempts may use a cache; every re-ask must bypass it.
     assert sorted(judge.calls) == sorted([
@@ -85,7 +86,8 @@ def test_batched_reasks_only_missing_criteria():
     out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge, mode=BATCHED))
     assert asked == [(["1", "2", "3"], False), (["2", "3"], True), (["3"], True)]
     assert [(j.criterion_id, j.met, j.attempts) for j in out] == [("C1", True, 1), ("C2", False, 2), ("C3", None, 3)]
-    assert out[2].error.startswith("no usable verdict for these criteria in: '无法判断'")
+    assert out[2].error == ("no usable verdict for these criteria (criteria_met occurs 0 time(s); a batched verdict is one list "
+                            "with it once per item): '无法判断'")
 
 
 # -- failure kinds, the circuit breaker and the failure threshold (issue 12) ------------------------
@@ -185,3 +187,21 @@ def test_a_retry_libraries_give_up_error_is_classified_by_its_last_attempt():
         last_attempt = Attempt()
 
     assert classify(RetryError()) == ("request", "HTTPError (HTTP 400): too long")
+
+
+@pytest.mark.parametrize("prompt", ["project", "batched", "template"])
+@pytest.mark.parametrize("part", ["whole", "system", "user"])
+def test_every_prompt_of_ours_sent_back_is_a_failed_judgment(prompt, part):
+    # A judge that echoes its prompt (or the part of it that holds the format example) judges nothing.
+    from clinconsensus.test_judge_prompt import TEMPLATE
+
+    template = parse_template(TEMPLATE, "t.txt") if prompt == "template" else None
+    mode = BATCHED if prompt == "batched" else PER_CRITERION
+
+    async def echo(messages, fresh):
+        chosen = [m for m in messages if part == "whole" or m["role"] == part] or messages
+        return "\n\n".join(m["content"] for m in chosen)
+
+    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, echo, mode, template=template))
+    assert [(j.met, j.error_kind) for j in out] == [(None, "unparseable")] * len(RUBRICS)
+    assert all("echoes the judge prompt" in j.error for j in out)
