@@ -69,6 +69,7 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: s
 def _summarize(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.clinconsensus.logs import read_case_records
     from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, summarize
+    from clinconsensus_tasks.scorers.clinconsensus.metric_table import mean_names
 
     from clinconsensus_tasks.judge.tools import compare_logs
 
@@ -80,14 +81,14 @@ def _summarize(args: argparse.Namespace) -> int:
     all_records = {}
     for path in args.logs:
         records = all_records[path] = read_case_records(path)
-        rows = [r.result for r in records]
+        rows = [r.graded.result() for r in records]
         report[path] = {
             "overall": summarize(rows, args.thresholds, args.n_criteria),
             "breakdowns": breakdowns(rows, args.thresholds, args.n_criteria),
-            "judge_usage": usage_rows(judge_usage(records), prices),
+            "judge_usage": usage_rows(judge_usage([r.graded for r in records]), prices),
         }
-        if any(r.local_judgments for r in records):
-            local_rows = [r.local_result for r in records]
+        if any(r.graded.dual for r in records):
+            local_rows = [r.graded.local_result() for r in records]
             report[path]["local_judge"] = summarize(local_rows, args.thresholds, args.n_criteria)
             report[path]["local_judge_breakdowns"] = breakdowns(local_rows, args.thresholds, args.n_criteria)
             report[path]["agreement"] = {k: v for k, v in compare_logs(path, None, args.thresholds).items() if not k.startswith("other/")}
@@ -103,7 +104,7 @@ def _summarize(args: argparse.Namespace) -> int:
     for path, result in report.items():
         overall = result["overall"]
         print(f"== {path}  ({int(overall['cases'])} cases, {int(overall['judge_failures'])} judge failures)")
-        names = ["rubric_accuracy"] + [f"pass@{k}" for k in args.thresholds] + [f"cacs@{k}" for k in args.thresholds]
+        names = mean_names(args.thresholds)
         print("\n".join(format_table(["", *names], [["overall", *(num(overall[n]) for n in names)]])))
         for dim, labels in result["breakdowns"].items():
             print(f"-- by {dim}")

@@ -39,6 +39,19 @@ def test_plan_leaves_wtd_out_when_the_model_cannot_load(tmp_path):
     assert note.startswith(f"CliMedBench WTD left out: similarity model {str(tmp_path / 'not-a-model')!r} cannot be used: ")
 
 
+def test_suggested_commands_keep_their_line_continuations():
+    """What the demo prints for a real model is pasted into a shell: every command that spans lines
+    ends its lines with a backslash, and each continued line stays a line of its own."""
+    from clinconsensus_tasks.demo import real_model_commands
+
+    text = real_model_commands()
+    assert text.startswith("# The model under test")
+    assert "--limit 1 \\\n  --model openai-api/model/MY-MODEL --model-role grader=openai/gpt-4.1\n" in text
+    continued = [line for line in text.splitlines() if line.endswith("\\")]
+    assert len(continued) == 5
+    assert all(len(line) < 110 for line in text.splitlines())
+
+
 def test_plan_refuses_unknown_frameworks():
     with pytest.raises(ConfigurationError, match="framework\\(s\\) not installed: jax"):
         plan_demo(["jax"], None)
