@@ -10,6 +10,7 @@
 * ``include-path``: the folder of the lm-eval YAMLs, for ``lm_eval --include_path``.
 * ``train-simcse``: unsupervised SimCSE fine-tuning of a sentence-transformers model on a text
   corpus, to build CliMedBench's WTD similarity model.
+* ``serve-stand-in``: the stand-in model and judge the demo and the tests use, as a server of its own.
 * ``report``: one self-contained HTML report with charts, and a Markdown summary, from the logs of
   several models (see ``report``).
 * ``estimate [DATA]``: judge calls and tokens of a run before it starts (see ``judge.estimate``).
@@ -423,6 +424,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(sub, "compare-models", "regression gate: two runs case by case, paired intervals and p-values, exit 1 if worse")
     add_compare_arguments(p)
     p.set_defaults(func=main_compare)
+
+    from clinconsensus_tasks.fake_openai_server import MODEL_NAMES_HELP, add_server_arguments, serve
+
+    p = command(sub, "serve-stand-in", "serve the project's stand-in model and judge (an OpenAI-compatible server on "
+                                       "127.0.0.1, the one the demo and the tests use) to try commands without an endpoint")
+    add_server_arguments(p)
+    p.epilog = MODEL_NAMES_HELP
+    p.formatter_class = type("Formatter", (HelpFormatter, argparse.RawDescriptionHelpFormatter), {})
+    p.set_defaults(func=serve)
 
     from clinconsensus_tasks.judge.estimate import add_arguments as add_estimate_arguments, main_estimate
 

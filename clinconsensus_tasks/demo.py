@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
@@ -169,7 +170,7 @@ def run_lmeval(plan: DemoPlan, base_url: str, output_path: Path) -> list[Path]:
 def headline_rows(report_logs: list[Path]) -> list[tuple[str, dict[str, float], float | None]]:
     """Per framework: ClinConsensus headline metrics and the CliMedBench overall score, read back
     from the logs by the report's readers (the scoring core), so they are what the report shows."""
-    from clinconsensus_tasks.report.html_report import read_runs
+    from clinconsensus_tasks.report.runs import read_runs
     from clinconsensus_tasks.scorers.climedbench.scenarios import summarize as summarize_climedbench
 
     runs = read_runs(report_logs)
@@ -215,6 +216,7 @@ def run_demo(output: Path, frameworks: list[str] | None = None, similarity_model
     for note in plan.notes:
         print(f"[demo] {note}", flush=True)
     logs: list[Path] = []
+    calls: Counter[str] = Counter()
     with FakeOpenAIServer() as server:
         print(f"[demo] stand-in server for the model and the judge on {server.base_url}", flush=True)
         with _environment(demo_environment(server.base_url, output, plan)):
@@ -222,9 +224,15 @@ def run_demo(output: Path, frameworks: list[str] | None = None, similarity_model
                 print(f"[demo] Inspect: ClinConsensus (12 sample cases x 30 criteria) and CliMedBench ({len(plan.scenarios)} scenarios) ...", flush=True)
                 logs += run_inspect(plan, output / "inspect-logs")
             if "lmeval" in plan.frameworks:
+                # Each framework meets the stand-in as it was at the start: the stand-in, like a
+                # provider, remembers prompt prefixes (cached tokens) and answers a repeated
+                # request in another form (other completion tokens), which the second framework
+                # would otherwise meet and the first not.
+                calls.update(server.stats()["calls"])
+                server.reset()
                 print("[demo] lm-eval: the same tasks ...", flush=True)
                 logs += run_lmeval(plan, server.base_url, output / "lmeval-output")
-        calls = server.stats()["calls"]
+        calls.update(server.stats()["calls"])
     print("[demo] stand-in server stopped", flush=True)
     report = build_report(logs, output / "report.html", resamples=resamples, title="clinconsensus-eval demo (stand-in model and judge)")
     return {"output": str(output), "plan": plan, "logs": [str(p) for p in logs], "report": report,
