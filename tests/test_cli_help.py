@@ -21,7 +21,7 @@ def all_parsers(parser: argparse.ArgumentParser, path: str = "clinconsensus-eval
 
 def test_every_option_has_help_and_shows_its_default():
     parsers = list(all_parsers(build_parser()))
-    assert len(parsers) == 20  # the top level, 15 commands, 3 cat steps
+    assert len(parsers) == 20  # the top level, 16 commands, 3 cat steps
     for path, parser in parsers:
         text = parser.format_help()
         assert "`" not in text, path
