@@ -79,7 +79,7 @@ def test_demo_runs_everything_and_stops_the_server(tmp_path, similarity_model_di
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^  (inspect|lm-eval) +(.+)$", stdout, re.MULTILINE)}
     assert rows["inspect"] == rows["lm-eval"]
     values = rows["inspect"].split()
-    assert values[:3] == [f"{expected[k]:.4f}" for k in ("rubric_accuracy", "cacs@7", "cacs@10")]
+    assert values[:5] == [f"{expected[k]:.4f}" for k in ("cacs@10", "cacs@7", "pass@10", "pass@7", "rubric_accuracy")]
     # Where everything is, and how to run a real model.
     for line in (f"Inspect logs     {out / 'inspect-logs'}/", f"report           {out / 'report.html'} and {out / 'report.md'}",
                  "inspect eval clinconsensus_tasks/clinconsensus -T data=sample --limit 1", "--tasks clinconsensus,climedbench"):
