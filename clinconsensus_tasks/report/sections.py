@@ -131,7 +131,7 @@ def run_notes(run: ClinRun, counts: Mapping[str, float], cases: int) -> list[str
                      "check the model endpoint (timeouts, content filters, a token limit spent on thinking).")
     if counts["judge_failures"]:
         notes.append(f"⚠ {run.name}: {int(counts['judge_failures'])} failed judgment(s) counted as not met, so its scores are "
-                     "lower bounds; finish the judging (README: judge failure policy) before comparing it.")
+                     "lower bounds; finish the judging (docs/failures-and-recovery.md) before comparing it.")
     if counts["suspect_answers"]:
         notes.append(f"⚠ {run.name}: {int(counts['suspect_answers'])} answer(s) hold verdict-like JSON or judge prompt section "
                      "markers (suspect_answer in the log); the judge's own final verdict was used.")
