@@ -10,6 +10,7 @@
 * ``include-path``: the folder of the lm-eval YAMLs, for ``lm_eval --include_path``.
 * ``train-simcse``: unsupervised SimCSE fine-tuning of a sentence-transformers model on a text
   corpus, to build CliMedBench's WTD similarity model.
+* ``serve-stand-in``: the stand-in model and judge the demo and the tests use, as a server of its own.
 * ``report``: one self-contained HTML report with charts, and a Markdown summary, from the logs of
   several models (see ``report``).
 * ``estimate [DATA]``: judge calls and tokens of a run before it starts (see ``judge.estimate``).
@@ -71,6 +72,7 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]], indent: s
 def _summarize(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.clinconsensus.logs import read_case_records
     from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, summarize
+    from clinconsensus_tasks.scorers.clinconsensus.metric_table import mean_names
 
     from clinconsensus_tasks.judge.tools import compare_logs
 
@@ -82,14 +84,14 @@ def _summarize(args: argparse.Namespace) -> int:
     all_records = {}
     for path in args.logs:
         records = all_records[path] = read_case_records(path)
-        rows = [r.result for r in records]
+        rows = [r.graded.result() for r in records]
         report[path] = {
             "overall": summarize(rows, args.thresholds, args.n_criteria),
             "breakdowns": breakdowns(rows, args.thresholds, args.n_criteria),
-            "judge_usage": usage_rows(judge_usage(records), prices),
+            "judge_usage": usage_rows(judge_usage([r.graded for r in records]), prices),
         }
-        if any(r.local_judgments for r in records):
-            local_rows = [r.local_result for r in records]
+        if any(r.graded.dual for r in records):
+            local_rows = [r.graded.local_result() for r in records]
             report[path]["local_judge"] = summarize(local_rows, args.thresholds, args.n_criteria)
             report[path]["local_judge_breakdowns"] = breakdowns(local_rows, args.thresholds, args.n_criteria)
             report[path]["agreement"] = {k: v for k, v in compare_logs(path, None, args.thresholds).items() if not k.startswith("other/")}
@@ -105,7 +107,7 @@ def _summarize(args: argparse.Namespace) -> int:
     for path, result in report.items():
         overall = result["overall"]
         print(f"== {path}  ({int(overall['cases'])} cases, {int(overall['judge_failures'])} judge failures)")
-        names = ["rubric_accuracy"] + [f"pass@{k}" for k in args.thresholds] + [f"cacs@{k}" for k in args.thresholds]
+        names = mean_names(args.thresholds)
         print("\n".join(format_table(["", *names], [["overall", *(num(overall[n]) for n in names)]])))
         for dim, labels in result["breakdowns"].items():
             print(f"-- by {dim}")
@@ -427,6 +429,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(sub, "compare-models", "regression gate: two runs case by case, paired intervals and p-values, exit 1 if worse")
     add_compare_arguments(p)
     p.set_defaults(func=main_compare)
+
+    from clinconsensus_tasks.fake_openai_server import MODEL_NAMES_HELP, add_server_arguments, serve
+
+    p = command(sub, "serve-stand-in", "serve the project's stand-in model and judge (an OpenAI-compatible server on "
+                                       "127.0.0.1, the one the demo and the tests use) to try commands without an endpoint")
+    add_server_arguments(p)
+    p.epilog = MODEL_NAMES_HELP
+    p.formatter_class = type("Formatter", (HelpFormatter, argparse.RawDescriptionHelpFormatter), {})
+    p.set_defaults(func=serve)
 
     from clinconsensus_tasks.judge.estimate import add_arguments as add_estimate_arguments, main_estimate
 

@@ -20,12 +20,14 @@ import argparse
 import contextlib
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Iterator
 
 from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import format_value, headline_names
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY
 
 FRAMEWORKS = {"inspect": "inspect_ai", "lmeval": "lm_eval"}
@@ -168,7 +170,7 @@ def run_lmeval(plan: DemoPlan, base_url: str, output_path: Path) -> list[Path]:
 def headline_rows(report_logs: list[Path]) -> list[tuple[str, dict[str, float], float | None]]:
     """Per framework: ClinConsensus headline metrics and the CliMedBench overall score, read back
     from the logs by the report's readers (the scoring core), so they are what the report shows."""
-    from clinconsensus_tasks.report.html_report import read_runs
+    from clinconsensus_tasks.report.runs import read_runs
     from clinconsensus_tasks.scorers.climedbench.scenarios import summarize as summarize_climedbench
 
     runs = read_runs(report_logs)
@@ -182,9 +184,9 @@ def headline_rows(report_logs: list[Path]) -> list[tuple[str, dict[str, float], 
 
 
 def real_model_commands() -> str:
-    """The same runs against a real model and judge: what to type instead of the demo."""
-    return """\
-# The model under test and the judge: any OpenAI-compatible endpoint (an API, or `vllm serve ...`);
+    """The same runs against a real model and judge: what to type instead of the demo. A raw
+    string: the shell's line continuations (a backslash at the end of a line) must reach the user."""
+    return r"""# The model under test and the judge: any OpenAI-compatible endpoint (an API, or `vllm serve ...`);
 # Inspect's openai-api/model/NAME reads MODEL_BASE_URL and MODEL_API_KEY. WTD needs a similarity model.
 export MODEL_BASE_URL=http://127.0.0.1:8000/v1 MODEL_API_KEY=EMPTY OPENAI_API_KEY=sk-...
 # 1. Check the endpoints on one case first: the judge gets a test request before anything is
@@ -214,6 +216,7 @@ def run_demo(output: Path, frameworks: list[str] | None = None, similarity_model
     for note in plan.notes:
         print(f"[demo] {note}", flush=True)
     logs: list[Path] = []
+    calls: Counter[str] = Counter()
     with FakeOpenAIServer() as server:
         print(f"[demo] stand-in server for the model and the judge on {server.base_url}", flush=True)
         with _environment(demo_environment(server.base_url, output, plan)):
@@ -221,9 +224,15 @@ def run_demo(output: Path, frameworks: list[str] | None = None, similarity_model
                 print(f"[demo] Inspect: ClinConsensus (12 sample cases x 30 criteria) and CliMedBench ({len(plan.scenarios)} scenarios) ...", flush=True)
                 logs += run_inspect(plan, output / "inspect-logs")
             if "lmeval" in plan.frameworks:
+                # Each framework meets the stand-in as it was at the start: the stand-in, like a
+                # provider, remembers prompt prefixes (cached tokens) and answers a repeated
+                # request in another form (other completion tokens), which the second framework
+                # would otherwise meet and the first not.
+                calls.update(server.stats()["calls"])
+                server.reset()
                 print("[demo] lm-eval: the same tasks ...", flush=True)
                 logs += run_lmeval(plan, server.base_url, output / "lmeval-output")
-        calls = server.stats()["calls"]
+        calls.update(server.stats()["calls"])
     print("[demo] stand-in server stopped", flush=True)
     report = build_report(logs, output / "report.html", resamples=resamples, title="clinconsensus-eval demo (stand-in model and judge)")
     return {"output": str(output), "plan": plan, "logs": [str(p) for p in logs], "report": report,
@@ -240,10 +249,11 @@ def print_summary(result: dict[str, Any]) -> None:
         print(f"  lm-eval output   {out / 'lmeval-output'}/   (results_*.json, samples_*.jsonl)")
     print(f"  report           {result['report']['html']} and {result['report']['markdown']}")
     print("\nHeadline numbers (the same answers in both frameworks give the same numbers; they are the stand-in's, not a model's):")
-    print(f"  {'framework':<10}{'rubric_accuracy':>17}{'cacs@7':>9}{'cacs@10':>9}   CliMedBench score")
+    names = headline_names()
+    print(f"  {'framework':<10}" + "".join(f"{n:>{len(n) + 2}}" for n in names) + "   CliMedBench score")
     for framework, clin, med in result["headline"]:
-        cells = "".join(f"{clin[k]:>{w}.4f}" if k in clin else f"{'-':>{w}}" for k, w in (("rubric_accuracy", 17), ("cacs@7", 9), ("cacs@10", 9)))
-        print(f"  {framework:<10}{cells}   {med:.4f}" if med is not None else f"  {framework:<10}{cells}   -")
+        cells = "".join(f"{format_value(n, clin.get(n)):>{len(n) + 2}}" for n in names)
+        print(f"  {framework:<10}{cells}   {format_value('score', med)}")
     for note in plan.notes:
         print(f"Note: {note}")
     print("\nTo evaluate a real model with a real judge, the same runs with your endpoints:\n")

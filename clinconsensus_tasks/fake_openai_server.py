@@ -63,6 +63,7 @@ import json
 import math
 import re
 import string
+import sys
 import threading
 import time
 from collections import Counter
@@ -625,6 +626,16 @@ Other routes: GET /v1/stats (call counts), POST /v1/reset, POST /v1/config
 """
 
 
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """The stand-in's options, for ``python -m clinconsensus_tasks.fake_openai_server`` and
+    ``clinconsensus-eval serve-stand-in`` alike."""
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1; 0 picks a free one")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each judge response")
+    parser.add_argument("--answer-chars", type=int, default=0, help="pad candidate answers to this length (0: no padding)")
+    parser.add_argument("--judge-template", action="append", default=[], metavar="FILE",
+                        help="a judge template file (text, or .py with PROMPT) whose filled-in requests to recognise; repeatable (default none)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m clinconsensus_tasks.fake_openai_server",
@@ -632,23 +643,25 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=MODEL_NAMES_HELP,
         formatter_class=type("Formatter", (argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter), {}),
     )
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1; 0 picks a free one")
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each judge response")
-    parser.add_argument("--answer-chars", type=int, default=0, help="pad candidate answers to this length (0: no padding)")
-    parser.add_argument("--judge-template", action="append", default=[], metavar="FILE",
-                        help="a judge template file (text, or .py with PROMPT) whose filled-in requests to recognise; repeatable (default none)")
+    add_server_arguments(parser)
     return parser
 
 
-def main() -> None:
-    args = build_parser().parse_args()
+def serve(args: argparse.Namespace) -> int:
+    """Serve until interrupted; prints ``PORT <n>`` (and the base URL) once it listens."""
     texts = [parse_template(open(f, encoding="utf-8").read(), f).text for f in args.judge_template]
     server = FakeOpenAIServer(args.latency, args.port, args.answer_chars, tuple(texts))
     print(f"PORT {server.port}", flush=True)
+    print(f"stand-in model and judge at {server.base_url} (Ctrl-C stops it)", file=sys.stderr, flush=True)
     try:
         server._server.serve_forever()
     except KeyboardInterrupt:
         pass
+    return 0
+
+
+def main() -> None:
+    serve(build_parser().parse_args())
 
 
 if __name__ == "__main__":

@@ -7,10 +7,10 @@ real change from noise with a few hundred cases.
 Every headline metric of both benchmarks has one shape, a *stratified ratio*: the mean over
 strata ``s`` of ``sum(num_i) / sum(den_i)`` over the cases ``i`` of ``s``.
 
-* ClinConsensus (one stratum): rubric accuracy has ``num`` = criteria met and ``den`` = criteria
-  judged; Pass@k has ``num`` = the case's Pass@k indicator and ``den`` = 1; CACS@k has ``num`` =
-  the case's CACS@k term and ``den`` = 1. With several epochs ``num`` and ``den`` are summed over
-  a case's epochs, so each (case, epoch) weighs as it does in the frameworks' own metrics.
+* ClinConsensus (one stratum): every metric has ``num`` = the case's term (``met / judged``, the
+  Pass@k indicator, the CACS@k term: ``metric_table.case_terms``) and ``den`` = 1. With several
+  epochs ``num`` and ``den`` are summed over a case's epochs, so each (case, epoch) weighs as it
+  does in the frameworks' own metrics.
 * CliMedBench: the overall score has one stratum per scenario (``num`` = item value, ``den`` = 1),
   so it is the unweighted mean of scenario means, as in the paper.
 

@@ -64,3 +64,23 @@ def test_stand_in_server_help_lists_its_model_names():
         line = next(line for line in text.splitlines() if line.strip().startswith(word + " "))
         assert meaning in line, word
     assert "(default: 0.0)" in text and "0 picks a free one (default: 0)" in text
+
+
+def test_the_stand_in_server_is_a_command_of_its_own():
+    """``clinconsensus-eval serve-stand-in`` serves the demo's stand-in model and judge over real
+    HTTP (stands in for a user trying the commands before they have an endpoint)."""
+    import json
+    import urllib.request
+
+    assert "serve-stand-in" in build_parser().format_help()
+    proc = subprocess.Popen([sys.executable, "-m", "clinconsensus_tasks.cli", "serve-stand-in"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stdout.readline().split()[1])  # "PORT <n>" once it listens
+        body = json.dumps({"model": "demo-model", "messages": [{"role": "user", "content": "头痛三天怎么办？"}]}).encode()
+        with urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", body), timeout=30) as reply:
+            answer = json.loads(reply.read())
+        assert answer["model"] == "demo-model" and answer["choices"][0]["message"]["content"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

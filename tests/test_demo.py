@@ -39,6 +39,20 @@ def test_plan_leaves_wtd_out_when_the_model_cannot_load(tmp_path):
     assert note.startswith(f"CliMedBench WTD left out: similarity model {str(tmp_path / 'not-a-model')!r} cannot be used: ")
 
 
+def test_suggested_commands_keep_their_line_continuations():
+    """What the demo prints for a real model is pasted into a shell: every command that spans lines
+    ends its lines with a backslash, and each continued line stays a line of its own."""
+    from clinconsensus_tasks.demo import real_model_commands
+
+    text = real_model_commands()
+    assert text.startswith("# The model under test")
+    assert "--limit 1 \\\n  --model openai-api/model/MY-MODEL --model-role grader=openai/gpt-4.1\n" in text
+    continued = [line for line in text.splitlines() if line.endswith("\\")]
+    assert len(continued) == 5
+    lines = text.splitlines()
+    assert all(lines[i + 1].startswith("  ") for i, line in enumerate(lines) if line.endswith("\\"))
+
+
 def test_plan_refuses_unknown_frameworks():
     with pytest.raises(ConfigurationError, match="framework\\(s\\) not installed: jax"):
         plan_demo(["jax"], None)
@@ -65,7 +79,7 @@ def test_demo_runs_everything_and_stops_the_server(tmp_path, similarity_model_di
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^  (inspect|lm-eval) +(.+)$", stdout, re.MULTILINE)}
     assert rows["inspect"] == rows["lm-eval"]
     values = rows["inspect"].split()
-    assert values[:3] == [f"{expected[k]:.4f}" for k in ("rubric_accuracy", "cacs@7", "cacs@10")]
+    assert values[:5] == [f"{expected[k]:.4f}" for k in ("cacs@10", "cacs@7", "pass@10", "pass@7", "rubric_accuracy")]
     # Where everything is, and how to run a real model.
     for line in (f"Inspect logs     {out / 'inspect-logs'}/", f"report           {out / 'report.html'} and {out / 'report.md'}",
                  "inspect eval clinconsensus_tasks/clinconsensus -T data=sample --limit 1", "--tasks clinconsensus,climedbench"):

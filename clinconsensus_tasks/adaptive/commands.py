@@ -24,7 +24,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from clinconsensus_tasks.adaptive.engine import AdaptiveSession, ItemBank, build_response_matrix, calibrate_bank
 from clinconsensus_tasks.climedbench.dataset import load_scenario
-from clinconsensus_tasks.climedbench.logs import is_lmeval_samples, read_item_log
+from clinconsensus_tasks.climedbench.logs import read_item_log
+from clinconsensus_tasks.log_files import is_lmeval_samples
 from clinconsensus_tasks.errors import ConfigurationError, DataValidationError
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult, item_key, score_item
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt

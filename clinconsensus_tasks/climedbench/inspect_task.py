@@ -19,16 +19,15 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.solver import TaskState, generate
 
 from clinconsensus_tasks.climedbench.dataset import load_scenario
+from clinconsensus_tasks.climedbench.logs import score_fields
 from clinconsensus_tasks.scorers.climedbench.item_result import item_key, score_item
 from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_scores
+from clinconsensus_tasks.scorers.climedbench.metric_table import TASK_VERSION
 from clinconsensus_tasks.scorers.climedbench.perturbation import DEFAULT_RATE
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, scenario_codes, summarize
 from clinconsensus_tasks.scorers.climedbench.variants import CLEAN, AskedItem, VariantSettings, applies, ask_scenario, final_answer
 
 
-# Bumped on any change of prompt, answer parsing or scoring (see CHANGELOG.md); the lm-eval YAMLs
-# carry the same version as their metadata.version.
-TASK_VERSION = "1.1"
 
 
 def item_to_sample(code: str, asked: AskedItem) -> Sample:
@@ -71,14 +70,14 @@ def climedbench_scorer(similarity_model: str | None = None) -> Scorer:
         asked = {"epoch": state.epoch, "variant": state.metadata.get("variant", CLEAN),
                  "length_decile": int(state.metadata.get("length_decile", 0))}
         if SCENARIOS[code].kind != SIMILARITY:
-            return Score(**score_item(code, item, answer, **asked).score_fields())
+            return Score(**score_fields(score_item(code, item, answer, **asked)))
         from clinconsensus_tasks.climedbench.similarity import EmbeddingBatcher, configured_model
 
         if batcher is None:
             batcher = EmbeddingBatcher(configured_model(similarity_model))
         cosine = await batcher.similarity(answer, item["answer"]) if answer.strip() else 0.0
         result = score_item(code, item, answer, cosine=cosine, similarity_model=batcher.model_name, **asked)
-        return Score(**result.score_fields())
+        return Score(**score_fields(result))
 
     return score
 

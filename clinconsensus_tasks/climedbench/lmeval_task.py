@@ -26,6 +26,7 @@ import sys
 from typing import Any, Sequence
 
 from clinconsensus_tasks.climedbench.dataset import ENV_DATA_DIR, load_scenario
+from clinconsensus_tasks.climedbench.logs import lmeval_metrics
 from clinconsensus_tasks.clinconsensus.lmeval_task import first_responses
 from clinconsensus_tasks.scorers.climedbench.item_result import score_item
 from clinconsensus_tasks.scorers.climedbench.perturbation import DEFAULT_RATE
@@ -86,7 +87,7 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, float]:
                             similarity_model=record.get("similarity_model"), **asked)
     else:
         result = score_item(code, item, final_answer(results[0], variant), **asked)
-    return result.lmeval_metrics()
+    return lmeval_metrics(result)
 
 
 def similarity_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[str]:

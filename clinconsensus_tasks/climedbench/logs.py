@@ -1,4 +1,9 @@
-"""Reading scored CliMedBench items back from framework logs: one reader per log format.
+"""CliMedBench items in framework logs: how an item is written into each framework's log, and read back.
+
+Writing: the Inspect scorer logs :func:`score_fields` as its ``Score``; lm-eval's
+``process_results`` returns :func:`lmeval_metrics`. Reading: :func:`read_item_log`, the one reader
+that calibration, the report, ``compare-models`` and ``robustness`` share (which files make a run:
+``clinconsensus_tasks.log_files``).
 
 An Inspect log (``.eval`` or ``.json`` of a ``climedbench*`` task) and an lm-eval sample file
 (``samples_climedbench_*.jsonl`` written by ``--log_samples``) both hold, per item, the scenario,
@@ -24,13 +29,20 @@ line or sample, and field.
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Mapping
 
 from clinconsensus_tasks.clinconsensus.dataset import read_jsonl
 from clinconsensus_tasks.errors import DataValidationError
+from clinconsensus_tasks.log_files import is_lmeval_samples
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult, item_key
+from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_metric
+from clinconsensus_tasks.scorers.climedbench.metric_table import item_metric_names
+from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY
+from clinconsensus_tasks.scorers.climedbench.variants import CLEAN, final_answer
 
 INSPECT_SCORER = "climedbench_scorer"
 
@@ -64,6 +76,7 @@ class ItemLog:
     framework: str  # "inspect" or "lm-eval"
     results: list[ItemResult] = field(default_factory=list)
     unscored: list[Unscored] = field(default_factory=list)
+    items: dict[str, Any] = field(default_factory=dict)  # item key -> the item as asked (compare-models checks both runs asked the same)
 
     def warn_unscored(self) -> None:
         """One line on stderr per unscored sample, naming file and sample."""
@@ -74,6 +87,93 @@ class ItemLog:
         """Raise :class:`DataValidationError` listing every unscored sample, if there is one."""
         if self.unscored:
             raise DataValidationError([str(entry) for entry in self.unscored])
+
+
+# -- the two frameworks' log shapes of one item --------------------------------------------------
+
+
+def score_fields(result: ItemResult) -> dict[str, Any]:
+    """Keyword arguments of the Inspect ``Score`` the scorer logs for ``result``."""
+    metadata: dict[str, Any] = {"scenario": result.scenario, "metric": result.metric}
+    if result.similarity_model is not None:
+        metadata["similarity_model"] = result.similarity_model
+    if result.variant != CLEAN:
+        metadata["variant"] = result.variant
+    if result.length_decile:
+        metadata["length_decile"] = result.length_decile
+    return {
+        "value": {"value": result.value, "parsed": 1.0 if result.parsed else 0.0},
+        "answer": result.answer,
+        "explanation": result.explanation,
+        "metadata": metadata,
+    }
+
+
+def from_score_fields(item_id: str, scenario: str, value: Mapping[str, Any], answer: str | None,
+                      metadata: Mapping[str, Any] | None, epoch: int = 1) -> ItemResult:
+    """Inverse of :func:`score_fields` (for one logged, unreduced sample score)."""
+    metadata = metadata or {}
+    return ItemResult(item_id, scenario, float(value["value"]), float(value["parsed"]) >= 0.5, answer or "", epoch,
+                      metadata.get("similarity_model"), str(metadata.get("variant", CLEAN)), int(metadata.get("length_decile", 0)))
+
+
+def lmeval_metrics(result: ItemResult) -> dict[str, float]:
+    """What ``process_results`` returns, under the metric table's names (``scorers.climedbench.metric_table``):
+    the scenario's metric, ``score``, ``parse_failure`` and, when the decile is known, the
+    ``length_decile_<d>`` of its decile (the scenario YAMLs list all ten)."""
+    values = {result.metric: result.value, "score": result.value, "parse_failure": 0.0 if result.parsed else 1.0}
+    if result.length_decile:
+        values[decile_metric(result.length_decile)] = result.value
+    return {name: values[name] for name in item_metric_names(result.metric) if name in values}
+
+
+def from_lmeval_sample(sample: Mapping[str, Any], where: str) -> ItemResult | None:
+    """From one ``samples_climedbench_*.jsonl`` record; ``None`` if it carries no metric value.
+
+    Raises ``ValueError`` naming ``where`` and the field when the record is not a CliMedBench
+    sample or its values are malformed.
+    """
+    doc = sample.get("doc") if isinstance(sample, Mapping) else None
+    if not isinstance(doc, Mapping) or "scenario" not in doc or "id" not in doc:
+        raise ValueError(f"{where}: not a CliMedBench sample record (no doc.scenario / doc.id)")
+    code = str(doc["scenario"]).upper()
+    if code not in SCENARIOS:
+        raise ValueError(f"{where}: field 'doc.scenario': unknown scenario {doc['scenario']!r}")
+    metric = SCENARIOS[code].metric
+    if sample.get(metric) is None:
+        return None
+    if "parse_failure" not in sample:
+        raise ValueError(f"{where}: field 'parse_failure' missing next to {metric!r}")
+    variant = str(doc.get("variant", CLEAN))
+    answer, model = _lmeval_answer(sample, code, variant)
+    try:
+        value, failure = float(sample[metric]), float(sample["parse_failure"])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: field {metric!r} or 'parse_failure': not a number ({exc})") from exc
+    try:
+        decile = int(doc.get("length_decile", 0))
+        return ItemResult(str(doc["id"]), code, value, failure < 0.5, answer, similarity_model=model, variant=variant,
+                          length_decile=decile)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: field 'doc.variant' or 'doc.length_decile': {exc}") from exc
+
+
+def _lmeval_answer(sample: Mapping[str, Any], code: str, variant: str) -> tuple[str, str | None]:
+    """The final answer of an lm-eval sample (as the Inspect scorer logs it); WTD's filter wraps it,
+    already final, with its cosine and model."""
+    responses = sample.get("filtered_resps") or [""]
+    first = responses[0] if isinstance(responses, list) else responses
+    text = first if isinstance(first, str) else str(first)
+    if SCENARIOS[code].kind != SIMILARITY:
+        return final_answer(text, variant), None
+    try:
+        record = json.loads(text)
+        return str(record["answer"]), record.get("similarity_model")
+    except (ValueError, KeyError, TypeError):
+        return text, None
+
+
+# -- reading a log file --------------------------------------------------------------------------
 
 
 def read_inspect_log(path: str | Path) -> ItemLog:
@@ -93,8 +193,9 @@ def read_inspect_log(path: str | Path) -> ItemLog:
             out.unscored.append(Unscored(str(path), repr(sample.id), sample.epoch, reason, str(meta["scenario"]), str(meta["item"].get("id"))))
             continue
         try:
-            out.results.append(ItemResult.from_score_fields(
+            out.results.append(from_score_fields(
                 str(meta["item"]["id"]), str(meta["scenario"]), score.value, score.answer, score.metadata, sample.epoch))
+            out.items[out.results[-1].key] = meta["item"]
         except (KeyError, TypeError, ValueError) as exc:
             raise DataValidationError([f"{path}: sample {sample.id!r}: malformed {INSPECT_SCORER} score: {exc}"]) from exc
     return out
@@ -109,7 +210,8 @@ def read_lmeval_samples(path: str | Path) -> ItemLog:
     out = ItemLog(str(path), path.parent.name, "lm-eval")
     for where, sample in read_jsonl(path):  # invalid JSON: an error naming file and line
         try:
-            result = ItemResult.from_lmeval_sample(sample, where)
+            result = from_lmeval_sample(sample, where)
+            item = json.loads(sample["doc"].get("item_json") or "null")
         except ValueError as exc:
             raise DataValidationError([str(exc)]) from exc
         if result is None:
@@ -118,11 +220,8 @@ def read_lmeval_samples(path: str | Path) -> ItemLog:
                                          str(doc["scenario"]).upper(), str(doc["id"])))
         else:
             out.results.append(result)
+            out.items[result.key] = item
     return out
-
-
-def is_lmeval_samples(path: Path) -> bool:
-    return path.name.startswith("samples_") and path.suffix == ".jsonl"
 
 
 def read_item_log(path: str | Path) -> ItemLog:

@@ -1,7 +1,8 @@
 """``clinconsensus-eval robustness CLEAN_RUN VARIANT_RUN``: the paired score drop of a variant run.
 
 A run is an Inspect log (``.eval``/``.json``), an lm-eval ``samples_climedbench_*.jsonl`` file, or
-a folder holding either (searched recursively: an lm-eval ``--output_path``). Items are paired by
+a folder holding one run's files (searched recursively, an lm-eval ``--output_path``; the same
+rules as every command that reads runs: ``clinconsensus_tasks.log_files.run_files``). Items are paired by
 scenario and item id, which the variants keep; the drops and their paired bootstrap intervals come
 from :mod:`clinconsensus_tasks.scorers.climedbench.robustness`. Items only one run holds (NOTA's
 left-out items, a ``--limit``) are counted, never silently dropped.
@@ -14,20 +15,8 @@ from typing import Any
 
 from clinconsensus_tasks.climedbench.logs import read_item_log
 from clinconsensus_tasks.errors import DataValidationError
+from clinconsensus_tasks.log_files import run_files
 from clinconsensus_tasks.scorers.climedbench.robustness import paired_drops
-
-
-def run_files(path: str | Path) -> list[Path]:
-    """The result files of a run: the file itself, or the Inspect logs and lm-eval sample files in a folder."""
-    p = Path(path)
-    if p.is_file():
-        return [p]
-    if not p.is_dir():
-        raise FileNotFoundError(f"no such run (file or folder): {p}")
-    files = sorted(f for f in p.rglob("*") if f.is_file() and (f.suffix == ".eval" or f.name.startswith("samples_climedbench")))
-    if not files:
-        raise FileNotFoundError(f"{p}: no Inspect .eval log and no lm-eval samples_climedbench_*.jsonl file in this folder")
-    return files
 
 
 def item_scores(path: str | Path) -> dict[tuple[str, str], float]:

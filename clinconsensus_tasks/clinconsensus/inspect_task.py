@@ -48,6 +48,8 @@ from clinconsensus_tasks.judge.inspect_calls import (
     single_client_attempt,
 )
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, FailureTally
+from clinconsensus_tasks.scorers.clinconsensus import metric_table
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally, grade_case
@@ -65,8 +67,6 @@ def inspect_usage(usage: Any) -> TokenUsage:
     return TokenUsage.from_inspect(usage.input_tokens, usage.output_tokens, usage.input_tokens_cache_read, usage.input_tokens_cache_write)
 
 GRADER_ROLE = "grader"
-# Bumped on any change of prompt, verdict parsing or scoring (see CHANGELOG.md).
-TASK_VERSION = "1.2"  # the same as metadata.version of the lm-eval YAMLs (task_configs/clinconsensus): bumped on any change of prompt, parsing or scoring
 LOCAL_GRADER_ROLE = "local_grader"  # optional second judge, e.g. the distilled local judge
 
 
@@ -74,15 +74,11 @@ def case_to_sample(case: Case) -> Sample:
     return Sample(id=case.case_id, input=case.question, metadata=case.metadata())
 
 
-HEADLINE_ORDER = ("cacs@10", "cacs@7", "pass@10", "pass@7", "rubric_accuracy")
-
-
-def headline_first(metrics: dict[str, float]) -> dict[str, float]:
-    """The same metrics with CACS@10 (the paper's headline) and the other headline metrics and
-    their standard errors first: Inspect's results table and Inspect View show the first metric
-    as the task's score."""
-    first = [k for name in HEADLINE_ORDER for k in (name, f"{name}_stderr") if k in metrics]
-    first += [k for k in metrics if k.startswith(("cacs@", "pass@")) and "(" not in k and k not in first]
+def headline_first(metrics: dict[str, float], thresholds: Sequence[int] = (7, 10)) -> dict[str, float]:
+    """The same metrics with the metric table's headline (CACS@10 first) and every other mean
+    metric, each with its standard error, first: Inspect's results table and Inspect View show
+    the first metric as the task's score."""
+    first = [k for name in metric_table.mean_names(thresholds) for k in (name, f"{name}_stderr") if k in metrics]
     return {**{k: metrics[k] for k in first}, **{k: v for k, v in metrics.items() if k not in first}}
 
 
@@ -121,9 +117,7 @@ def clinconsensus_metrics(
         out = summarize(results, thresholds, n_criteria)
         out.pop("cases")
         out.update(headline_stderrs(results, thresholds, n_criteria))
-        out["empty_answers"] = float(sum(r.answer_empty for r in records))
-        out["truncated_answers"] = float(sum(r.answer_truncated for r in records))
-        out["suspect_answers"] = float(sum(1 for r in records if r.suspect))
+        out.update(metric_table.totals(records, leave_out=metric_table.TOKEN_COUNTS))
         if with_breakdowns:
             out.update(flatten_breakdowns(breakdowns(results, thresholds, n_criteria)))
         paired = [p for p in (r.paired() for r in records) if p is not None]
@@ -132,7 +126,7 @@ def clinconsensus_metrics(
             if with_breakdowns:
                 local_tables = breakdowns([p.other for p in paired], thresholds, n_criteria)
                 out.update({f"local/{k}": v for k, v in flatten_breakdowns(local_tables).items()})
-        return headline_first(out)
+        return headline_first(out, thresholds)
 
     return compute
 

@@ -32,12 +32,12 @@ from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
 from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_policy, judge_documents, probe_judge
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
-from clinconsensus_tasks.clinconsensus.lmeval_usage import TOKEN_METRICS, usage_values
 from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
 from clinconsensus_tasks.judge.cache import check_cache_file
 from clinconsensus_tasks.lmeval_tasks import quiet_custom_dataset_hint
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
+from clinconsensus_tasks.scorers.clinconsensus import metric_table
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_THRESHOLDS, CaseResult, case_terms, mean, slice_metric_name
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
@@ -202,18 +202,11 @@ class LmEvalMetric:
     higher_is_better: bool = True
 
 
-# The headline first (CACS@10, the paper's current headline), as results tables and viewers show the first metric.
-HEADLINE = (*(f"cacs@{k}" for k in reversed(DEFAULT_THRESHOLDS)), *(f"pass@{k}" for k in reversed(DEFAULT_THRESHOLDS)), "rubric_accuracy")
-SLICED = ("rubric_accuracy", *(f"cacs@{k}" for k in DEFAULT_THRESHOLDS))
+SLICED = [name for m in metric_table.METRICS if m.by_audience for name in m.names()]
 AUDIENCES = (LAY, PROFESSIONAL)
-AGREEMENT = {  # metric name -> its aggregation function's name
-    "agreement/percent": "agreement_percent",
-    "agreement/kappa": "agreement_kappa",
-    "agreement/macro_f1": "agreement_macro_f1",
-    "agreement/precision_met": "agreement_precision_met",
-    "agreement/recall_met": "agreement_recall_met",
-    "agreement/met_count_pearson": "agreement_met_count_pearson",
-    **{f"agreement/cacs@{k}_diff": f"agreement_cacs{k}_diff" for k in DEFAULT_THRESHOLDS},
+AGREEMENT = {  # metric name -> its aggregation function's name (defined below)
+    name: "agreement_" + name.removeprefix("agreement/").replace("@", "")
+    for m in metric_table.metrics_of(metric_table.AGREEMENT) for name in m.names()
 }
 
 
@@ -222,16 +215,18 @@ def audience_metric(name: str, audience: str) -> str:
 
 
 def metric_list(dual: bool = False) -> list[LmEvalMetric]:
-    """Every metric the task reports, in the order of the results table (the YAMLs are generated
-    from this list)."""
-    out = [LmEvalMetric(name, "mean") for name in HEADLINE]
-    out += [LmEvalMetric(name, "total", False) for name in ("judge_failures", "empty_answers", "truncated_answers", "suspect_answers")]
+    """Every metric the task reports, in the order of the results table, from the metric table
+    (``scorers.clinconsensus.metric_table``); the YAMLs are generated from this list."""
+    means = metric_table.mean_names()
+    out = [LmEvalMetric(name, "mean") for name in means]
+    out += [LmEvalMetric(name, "total", False) for name in metric_table.count_names() if name not in metric_table.TOKEN_COUNTS]
     out += [LmEvalMetric(audience_metric(name, who), "slice_mean") for who in AUDIENCES for name in SLICED]
-    out += [LmEvalMetric(name, "total", False) for name in TOKEN_METRICS]  # what the judge(s) spent
+    out += [LmEvalMetric(name, "total", False) for name in metric_table.TOKEN_COUNTS]  # what the judge(s) spent
     if dual:
-        out += [LmEvalMetric(f"local/{name}", "mean") for name in HEADLINE]
+        out += [LmEvalMetric(f"local/{name}", "mean") for name in means]
         out.append(LmEvalMetric("local/judge_failures", "total", False))
-        out += [LmEvalMetric(name, function, not name.endswith("_diff")) for name, function in AGREEMENT.items()]
+        out += [LmEvalMetric(m_name, AGREEMENT[m_name], m.higher_is_better)
+                for m in metric_table.metrics_of(metric_table.AGREEMENT) for m_name in m.names()]
     return out
 
 
@@ -242,12 +237,7 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
     n = settings.n_criteria_from_env()
     ks = (*DEFAULT_THRESHOLDS, *(doc.get("extra_thresholds") or []))
     terms = record.terms(ks, n)
-    out: dict[str, Any] = dict(terms)
-    out["judge_failures"] = record.failures
-    out["empty_answers"] = int(record.answer_empty)
-    out["truncated_answers"] = int(record.answer_truncated)
-    out.update(usage_values(record))
-    out["suspect_answers"] = int(bool(record.suspect))
+    out: dict[str, Any] = {**terms, **metric_table.case_counts(record)}
     for who in AUDIENCES:
         for name in SLICED:
             out[audience_metric(name, who)] = terms[name] if doc.get("audience") == who else None

@@ -14,19 +14,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
 from clinconsensus_tasks.errors import DataValidationError
-from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
-from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
 
 INSPECT_SCORER = "rubric_scorer"  # the Inspect scorer's registered name: logs key its scores by it
 
 
 @dataclass(frozen=True)
 class LoggedCase:
-    """A graded case as a log holds it: the record, and the case's question, answer and rubric."""
+    """A graded case as a log holds it: the record, and what the log also holds about the case
+    (question, answer, rubric texts, labels, where it was read). The record's own fields are read
+    from ``graded`` (``case.graded.met``, ``case.graded.result()``): nothing is copied."""
 
     graded: GradedCase
     question: str = ""
@@ -34,51 +34,6 @@ class LoggedCase:
     rubrics: list[tuple[str, str]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)  # the case's labels (subject, task, ...)
     where: str = ""  # file and line/sample, for messages
-
-    # The record's fields, read through (the tools mostly need these).
-    @property
-    def case_id(self) -> str:
-        return self.graded.case_id
-
-    @property
-    def epoch(self) -> int:
-        return self.graded.epoch
-
-    @property
-    def judge(self) -> str:
-        return self.graded.judge
-
-    @property
-    def local_judge(self) -> str:
-        return self.graded.local_judge
-
-    @property
-    def judgments(self) -> tuple[CriterionJudgment, ...]:
-        return self.graded.judgments
-
-    @property
-    def local_judgments(self) -> tuple[CriterionJudgment, ...]:
-        return self.graded.local_judgments
-
-    @property
-    def result(self) -> CaseResult:
-        return self.graded.result()
-
-    @property
-    def judge_usage(self) -> Mapping[str, int]:
-        return self.graded.judge_usage
-
-    @property
-    def local_judge_usage(self) -> Mapping[str, int]:
-        return self.graded.local_judge_usage
-
-    @property
-    def suspect(self) -> tuple[str, ...]:
-        return self.graded.suspect
-
-    @property
-    def local_result(self) -> CaseResult | None:
-        return self.graded.local_result()
 
 
 def _rubrics(meta: dict[str, Any]) -> list[tuple[str, str]]:

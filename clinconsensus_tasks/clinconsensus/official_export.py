@@ -36,14 +36,15 @@ def run_name(path: Path) -> str:
 
 def official_entries(path: str | Path, epoch: int = 1, case_order: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """One entry per case of ``case_order`` (default: the run's own order) from the run's ``epoch``."""
-    records = [r for r in read_case_records(path) if r.epoch == epoch]
+    records = [r for r in read_case_records(path) if r.graded.epoch == epoch]
     if not records:
         raise DataValidationError([f"{path}: no case records for epoch {epoch}"])
     by_case: dict[str, Any] = {}
     for record in records:
-        if record.case_id in by_case:
-            raise DataValidationError([f"{record.where}: case_id {record.case_id!r}: second record for epoch {epoch}"])
-        by_case[record.case_id] = record
+        case_id = record.graded.case_id
+        if case_id in by_case:
+            raise DataValidationError([f"{record.where}: case_id {case_id!r}: second record for epoch {epoch}"])
+        by_case[case_id] = record
     order = list(case_order) if case_order is not None else list(by_case)
     missing = [cid for cid in order if cid not in by_case]
     extra = [cid for cid in by_case if cid not in set(order)]
@@ -61,7 +62,7 @@ def official_entries(path: str | Path, epoch: int = 1, case_order: Sequence[str]
             "case_id": cid,
             "criteria_results": [
                 {"criterion_id": j.criterion_id, "criteria_met": j.met, "explanation": j.explanation or j.error or ""}
-                for j in by_case[cid].judgments
+                for j in by_case[cid].graded.judgments
             ],
         })
     return out

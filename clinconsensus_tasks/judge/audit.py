@@ -38,12 +38,12 @@ def audit(log: str, settings: Any, share: float, seed: int, mode: str = PER_CRIT
     from clinconsensus_tasks.judge.official_template import load_judge_prompt
     from clinconsensus_tasks.judge.tools import _regrade
 
-    records = [r for r in read_case_records(log) if r.epoch == 1]
-    strata = {r.case_id: stratum(r.metadata) for r in records}
+    records = [r for r in read_case_records(log) if r.graded.epoch == 1]
+    strata = {r.graded.case_id: stratum(r.metadata) for r in records}
     chosen = set(stratified_sample(strata, share, seed))
-    sampled = [r for r in records if r.case_id in chosen]
+    sampled = [r for r in records if r.graded.case_id in chosen]
     api = {g.case_id: g for g in asyncio.run(_regrade(sampled, settings, mode, load_judge_prompt(None, mode)))}
-    local = {r.case_id: r.graded for r in records}
+    local = {r.graded.case_id: r.graded for r in records}
     pairs = {cid: [(bool(a.met), bool(b.met)) for a, b in zip(g.judgments, local[cid].judgments)] for cid, g in api.items()}
     metrics = {}
     for name in local[next(iter(local))].terms():

@@ -36,7 +36,7 @@ from typing import Any, Callable, Mapping
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, JUDGE_MODES, PER_CRITERION, batched_messages, per_criterion_messages
-from clinconsensus_tasks.scorers.usage import Prices, TokenUsage
+from clinconsensus_tasks.scorers.usage import ANY_JUDGE, Prices, TokenUsage
 
 MESSAGE_OVERHEAD = 4  # tokens of chat formatting per message (role markers), as OpenAI's guidance counts
 DEFAULT_CHARS_PER_TOKEN = 1.5
@@ -208,6 +208,12 @@ def add_arguments(parser: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
+def _priced(judge: str, price: Prices) -> str:
+    """Which judge a cost is for and at what prices (``--prices`` without ``JUDGE=`` prices any judge)."""
+    who = "for any judge" if judge == ANY_JUDGE else f"for {judge}"
+    return f"{who} at {price.input:g} / {price.cached_input:g} / {price.output:g} per million input / cached input / output tokens"
+
+
 def main_estimate(args: Any) -> int:
     from clinconsensus_tasks.scorers.usage import parse_prices
 
@@ -235,5 +241,6 @@ def main_estimate(args: Any) -> int:
             print(f"  {'':<14}the shared prompt prefix of {r['cases_under_cache_minimum']} of {r['cases']} cases is under the provider's "
                   f"cache minimum of {r['cache_min_tokens']:,} tokens: nothing of theirs is cacheable")
         for judge, cost in (r.get("cost") or {}).items():
-            print(f"  {'':<14}cost ({judge}): {cost['without_prompt_cache']:.2f} without prompt caching, {cost['with_prompt_cache']:.2f} with")
+            print(f"  {'':<14}cost {_priced(judge, prices[judge])}: {cost['without_prompt_cache']:.2f} without prompt caching, "
+                  f"{cost['with_prompt_cache']:.2f} with")
     return 0

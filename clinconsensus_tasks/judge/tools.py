@@ -32,20 +32,21 @@ def _verdicts(judgments: Iterable[CriterionJudgment]) -> dict[str, bool | None]:
 
 def _pair_records(reference: Sequence[LoggedCase], other: Sequence[LoggedCase], other_local: bool = False) -> list[PairedCase]:
     """Pair cases (by case id and epoch) and their criteria (by criterion id)."""
-    index = {(r.case_id, r.epoch): r for r in other}
+    index = {(r.graded.case_id, r.graded.epoch): r for r in other}
     pairs = []
     for ref in reference:
-        match = index.get((ref.case_id, ref.epoch))
+        case = ref.graded
+        match = index.get((case.case_id, case.epoch))
         if match is None:
-            raise DataValidationError([f"{ref.where}: case {ref.case_id!r} (epoch {ref.epoch}) is missing from the other log"])
+            raise DataValidationError([f"{ref.where}: case {case.case_id!r} (epoch {case.epoch}) is missing from the other log"])
         if ref.answer != match.answer:
-            raise DataValidationError([f"{ref.where}: case {ref.case_id!r} has a different answer in the other log: compare logs of the same answers"])
-        theirs = _verdicts(match.local_judgments if other_local else match.judgments)
-        ours = _verdicts(ref.judgments)
+            raise DataValidationError([f"{ref.where}: case {case.case_id!r} has a different answer in the other log: compare logs of the same answers"])
+        theirs = _verdicts(match.graded.local_judgments if other_local else match.graded.judgments)
+        ours = _verdicts(case.judgments)
         ids = list(ours)
         confusion = pair_verdicts([ours[i] for i in ids], [theirs.get(i) for i in ids])
-        other_result = (match.local_result if other_local else match.result) or match.result
-        pairs.append(PairedCase(ref.result, other_result, confusion))
+        other_result = (match.graded.local_result() if other_local else None) or match.graded.result()
+        pairs.append(PairedCase(case.result(), other_result, confusion))
     return pairs
 
 
@@ -58,7 +59,7 @@ def compare_logs(reference_log: str, other_log: str | None = None, thresholds: S
     """
     reference = read_case_records(reference_log)
     if other_log is None:
-        if not any(r.local_judgments for r in reference):
+        if not any(r.graded.dual for r in reference):
             raise DataValidationError([f"{reference_log}: graded by one judge only; give a second log to compare with"])
         pairs = _pair_records(reference, reference, other_local=True)
     else:
@@ -107,9 +108,9 @@ def label_agreement(labels_path: str, logs: Sequence[str]) -> dict[str, Any]:
     labels = read_labels(labels_path)
     report: dict[str, Any] = {}
     for log in logs:
-        records = read_case_records(log)
+        records = [r.graded for r in read_case_records(log)]
         judges = [("judge", lambda r: r.judgments, records[0].judge if records else "")]
-        if any(r.local_judgments for r in records):
+        if any(r.dual for r in records):
             judges.append(("local_judge", lambda r: r.local_judgments, records[0].local_judge))
         for role, get, name in judges:
             total, by_subject, failures, matched = Confusion(), defaultdict(Confusion), 0, 0
@@ -124,7 +125,7 @@ def label_agreement(labels_path: str, logs: Sequence[str]) -> dict[str, Any]:
                         continue
                     pair = Confusion.of([(labels[key], j.met)])
                     total = total + pair
-                    for subject in dict.fromkeys(record.result.slices.get("subject", ())):
+                    for subject in dict.fromkeys(record.slices.get("subject", ())):
                         by_subject[subject] = by_subject[subject] + pair
             overall = verdict_report(total)
             overall["accuracy"] = overall.pop("percent_agreement")
@@ -161,9 +162,10 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
     judges: set[str] = set()
     for log in logs:
         for record in read_case_records(log):
-            judgments = record.local_judgments if judge == "local" else record.judgments
-            judges.add(record.local_judge if judge == "local" else record.judge)
-            case_id = record.case_id
+            graded = record.graded
+            judgments = graded.local_judgments if judge == "local" else graded.judgments
+            judges.add(graded.local_judge if judge == "local" else graded.judge)
+            case_id = graded.case_id
             bucket = int(hashlib.sha256(f"{seed}:{case_id}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
             split = "dev" if bucket < dev_share else "train"
             criteria = dict(record.rubrics)
@@ -208,11 +210,11 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
 async def _regrade(records: Sequence[LoggedCase], settings: Any, mode: str, template: Any = None) -> list[GradedCase]:
     from clinconsensus_tasks.judge.client import judge_documents
 
-    docs = [{**r.metadata, "case_id": r.case_id, "question": r.question,
+    docs = [{**r.metadata, "case_id": r.graded.case_id, "question": r.question,
              "rubrics": [{"criterion_id": c, "criterion": t} for c, t in r.rubrics]} for r in records]
     out, _ = await judge_documents([r.answer for r in records], docs, settings, mode, template=template)
     # The answer is the one the log holds: what was noted about it when it was first graded stays.
-    return [replace(fresh, epoch=r.epoch, answer_truncated=r.graded.answer_truncated, thinking_removed=r.graded.thinking_removed)
+    return [replace(fresh, epoch=r.graded.epoch, answer_truncated=r.graded.answer_truncated, thinking_removed=r.graded.thinking_removed)
             for fresh, r in zip(out, records)]
 
 

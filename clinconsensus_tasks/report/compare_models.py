@@ -9,7 +9,8 @@ a difference between them would not be the model's.
 
 Per-case values come from the projects' own log readers and scoring core, so a run's value here
 equals what its framework reported: ClinConsensus from ``clinconsensus.logs.read_case_records``
-(rubric accuracy as met/judged, Pass@k indicators and CACS@k terms from ``scorers.clinconsensus.cacs``),
+(each case's term of every mean metric of ``scorers.clinconsensus.metric_table``: rubric accuracy,
+Pass@k indicators, CACS@k terms),
 CliMedBench from the per-item scores in the Inspect log or lm-eval sample records.
 """
 
@@ -18,19 +19,19 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from clinconsensus_tasks.errors import ClinConsensusError
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, cacs_at_k
-from clinconsensus_tasks.scorers.climedbench.scenarios import DIMENSIONS, SCENARIOS
+from clinconsensus_tasks.log_files import CLIMEDBENCH, CLINCONSENSUS, SeveralRuns, benchmark_of, run_files
+from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import format_value
+from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS
 from clinconsensus_tasks.scorers.usage import judge_name
 from clinconsensus_tasks.scorers.paired import PairedColumns, PairedResult, compare_paired, worse_beyond
 
-CLINCONSENSUS, CLIMEDBENCH = "clinconsensus", "climedbench"
 
 
 class RunMismatch(ClinConsensusError):
@@ -67,135 +68,47 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-# -- finding and reading runs ------------------------------------------------------------------------
-
-
-def _is_inspect_log(path: Path) -> bool:
-    return path.suffix == ".eval" or (path.suffix == ".json" and not path.name.startswith("results_"))
-
-
-def run_files(path: str | Path) -> list[Path]:
-    """The log file(s) of one run: the file itself, or the one Inspect log / lm-eval samples file(s)
-    in a folder (an lm-eval CliMedBench run writes one samples file per scenario)."""
-    path = Path(path)
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise FileNotFoundError(f"no such log file or folder: {path}")
-    inspect_logs = sorted(p for p in path.rglob("*") if p.is_file() and _is_inspect_log(p) and not p.name.startswith("."))
-    samples = sorted([*path.rglob("samples_clinconsensus*.jsonl"), *path.rglob("samples_climedbench*.jsonl")])
-    if inspect_logs and samples or len(inspect_logs) > 1:
-        found = ", ".join(str(p) for p in [*inspect_logs, *samples][:6])
-        raise RunMismatch(f"{path}: holds several runs ({found}); name the log file of one run")
-    if inspect_logs:
-        return inspect_logs
-    by_task: dict[str, list[Path]] = {}
-    for p in samples:
-        match = re.match(r"samples_(.+?)_\d{4}-\d{2}-\d{2}T", p.name)
-        by_task.setdefault(match.group(1) if match else p.stem, []).append(p)
-    repeated = {task: files for task, files in by_task.items() if len(files) > 1}
-    benchmarks = {task.split("_")[0] for task in by_task}
-    clin_tasks = [t for t in by_task if t.startswith(CLINCONSENSUS)]
-    if repeated or len(benchmarks) > 1 or len(clin_tasks) > 1:
-        found = ", ".join(str(p) for p in samples[:6])
-        raise RunMismatch(f"{path}: holds samples files of several runs ({found}); name the samples file of one run")
-    if not samples:
-        raise FileNotFoundError(f"{path}: no Inspect log (.eval/.json) and no lm-eval samples_clinconsensus*/samples_climedbench_*.jsonl inside")
-    return samples
-
-
-def _benchmark_of(files: Sequence[Path]) -> str:
-    first = files[0]
-    if first.suffix == ".jsonl":
-        return CLIMEDBENCH if first.name.startswith("samples_climedbench") else CLINCONSENSUS
-    from inspect_ai.log import read_eval_log
-
-    task = read_eval_log(str(first), header_only=True).eval.task.rsplit("/", 1)[-1]
-    if task.startswith(CLINCONSENSUS):
-        return CLINCONSENSUS
-    if task.startswith(CLIMEDBENCH):
-        return CLIMEDBENCH
-    raise RunMismatch(f"{first}: task {task!r} is neither ClinConsensus nor CliMedBench")
-
-
-def _judge_mode(files: Sequence[Path]) -> str:
-    """The judge mode a ClinConsensus run recorded (task metadata in Inspect, records in lm-eval)."""
-    first = files[0]
-    if first.suffix == ".jsonl":
-        with first.open(encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    sample = json.loads(line)
-                    filtered = sample.get("filtered_resps") or [""]
-                    raw = filtered[0] if isinstance(filtered, list) else filtered
-                    try:
-                        return str(json.loads(raw).get("judge_mode", ""))
-                    except (TypeError, ValueError):
-                        return ""
-        return ""
-    from inspect_ai.log import read_eval_log
-
-    return str((read_eval_log(str(first), header_only=True).eval.metadata or {}).get("judge_mode", ""))
+# -- reading runs (files: ``log_files.run_files``; records: the benchmarks' readers) ---------------
 
 
 def read_clinconsensus_run(files: Sequence[Path], thresholds: Sequence[int], n_criteria: int) -> PairableRun:
     from clinconsensus_tasks.clinconsensus.logs import read_case_records
 
     records = [r for f in files for r in read_case_records(f)]
-    run = PairableRun(str(files[0]), CLINCONSENSUS, {}, {}, tuple(sorted({r.judge for r in records if r.judge})), _judge_mode(files))
+    judges = tuple(sorted({r.graded.judge for r in records if r.graded.judge}))
+    modes = sorted({r.graded.judge_mode for r in records if r.graded.judge_mode})
+    run = PairableRun(str(files[0]), CLINCONSENSUS, {}, {}, judges, ", ".join(modes))
     for r in records:
-        met, judged = r.result.met, r.result.judged
-        run.add("rubric_accuracy", r.case_id, met, judged)
-        for k in thresholds:
-            run.add(f"pass@{k}", r.case_id, float(met >= k))
-        for k in thresholds:
-            run.add(f"cacs@{k}", r.case_id, cacs_at_k([met], k, n_criteria))
-        run.content[r.case_id] = _digest([r.question, [list(x) for x in r.rubrics]])
+        for name, term in r.graded.terms(thresholds, n_criteria).items():  # every mean metric of the metric table
+            run.add(name, r.graded.case_id, term)
+        run.content[r.graded.case_id] = _digest([r.question, [list(x) for x in r.rubrics]])
     return run
 
 
-def climedbench_items(path: Path) -> list[tuple[str, str, float, Any]]:
-    """``(key, scenario code, value, item as a dict)`` per scored answer of an Inspect log or lm-eval samples file."""
-    out = []
-    if path.suffix == ".jsonl":
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    sample = json.loads(line)
-                    doc = sample["doc"]
-                    code = str(doc["scenario"]).upper()
-                    value = float(sample[SCENARIOS[code].metric])
-                    out.append((f"{code}:{doc['id']}", code, value, json.loads(doc["item_json"])))
-                except (KeyError, TypeError, ValueError) as exc:
-                    raise ClinConsensusError(f"{path}:{number}: not a climedbench lm-eval sample record ({type(exc).__name__}: {exc})") from exc
-        return out
-    from inspect_ai.log import read_eval_log
-
-    for sample in read_eval_log(str(path)).samples or []:
-        score = (sample.scores or {}).get("climedbench_scorer")
-        if score is None or not isinstance(score.value, dict):
-            raise ClinConsensusError(f"{path}: sample {sample.id!r} (epoch {sample.epoch}) has no climedbench_scorer score (did it error?)")
-        code = str((sample.metadata or {})["scenario"])
-        out.append((str(sample.id), code, float(score.value["value"]), (sample.metadata or {}).get("item")))
-    return out
-
-
 def read_climedbench_run(files: Sequence[Path]) -> PairableRun:
+    """Every scored item; an unscored one is an error (a difference without it would not be the run's)."""
+    from clinconsensus_tasks.climedbench.logs import read_item_log
+
     run = PairableRun(str(files[0]), CLIMEDBENCH, {}, {})
     for path in files:
-        for key, code, value, item in climedbench_items(path):
-            run.add("score", key, value, stratum=code)
-            run.add(f"{code}/score", key, value, stratum=code)
-            run.add(f"dimension/{SCENARIOS[code].dimension}", key, value, stratum=code)
-            run.content[key] = _digest(item)
+        log = read_item_log(path)
+        log.require_scored()
+        for result in log.results:
+            key, code = result.key, result.scenario
+            run.add("score", key, result.value, stratum=code)
+            run.add(f"{code}/score", key, result.value, stratum=code)
+            run.add(f"dimension/{SCENARIOS[code].dimension}", key, result.value, stratum=code)
+            run.content[key] = _digest(log.items.get(key))
     return run
 
 
 def read_run(path: str | Path, thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA) -> PairableRun:
-    files = run_files(path)
-    if _benchmark_of(files) == CLINCONSENSUS:
+    try:
+        files = run_files(path)
+        benchmark = benchmark_of(files[0])
+    except SeveralRuns as exc:
+        raise RunMismatch(str(exc)) from None
+    if benchmark == CLINCONSENSUS:
         return read_clinconsensus_run(files, thresholds, n_criteria)
     return read_climedbench_run(files)
 
@@ -308,11 +221,18 @@ def compare_runs(
 # -- output ------------------------------------------------------------------------------------------
 
 
-def _pct(x: float) -> str:
-    return "–" if math.isnan(x) else f"{100 * x:.2f}"
+def _gate_cell(comparison: Comparison, name: str) -> str:
+    """``pass``/``FAIL`` and the rule that was applied: the drop allowed, and that the interval must exclude 0."""
+    if name not in comparison.gates:
+        return ""
+    delta = comparison.gates[name]
+    rule = f"fails if worse by more than {delta:.4f} with the CI below 0" if delta else "fails if worse with the CI below 0"
+    return ("FAIL" if name in comparison.failed else "pass") + f" ({rule})"
 
 
 def format_table(comparison: Comparison) -> str:
+    """The comparison as a table, values as the frameworks and ``summarize`` print them (fractions,
+    four decimals: ``metric_table.format_value``)."""
     c = comparison
     width = max([22, *(len(name) + 2 for name in c.results)])
     lines = [
@@ -326,14 +246,14 @@ def format_table(comparison: Comparison) -> str:
         f"{'metric':<{width}}{'baseline':>10}{'candidate':>11}{'diff':>9}  {'95% CI (paired bootstrap)':<26}{'p (perm.)':>10}  gate",
     ]
     for name, r in c.results.items():
-        gate = ""
-        if name in c.gates:
-            gate = ("FAIL" if name in c.failed else "pass") + f" (worse by > {_pct(c.gates[name])})"
-        ci = f"[{_pct(r.interval[0])}, {_pct(r.interval[1])}]"
+        ci = f"[{format_value(name, r.interval[0])}, {format_value(name, r.interval[1])}]"
         p = f"{r.p_value:.4f}" + ("*" if r.exact_p else " ")
-        lines.append(f"{name:<{width}}{_pct(r.baseline):>10}{_pct(r.candidate):>11}{_pct(r.difference):>9}  {ci:<26}{p:>10}  {gate}")
+        diff = "–" if math.isnan(r.difference) else f"{r.difference:+.4f}"
+        lines.append(f"{name:<{width}}{format_value(name, r.baseline):>10}{format_value(name, r.candidate):>11}{diff:>9}  "
+                     f"{ci:<26}{p:>10}  {_gate_cell(c, name)}".rstrip())
     lines.append("")
-    lines.append("values in %; diff = candidate - baseline; p: two-sided paired permutation test (* exact: every swap pattern enumerated)")
+    lines.append("values are fractions, as the frameworks and summarize print them; diff = candidate - baseline; "
+                 "p: two-sided paired permutation test (* exact: every swap pattern enumerated)")
     if c.gates:
         lines.append("RESULT: " + (f"FAIL: candidate worse on {', '.join(c.failed)}" if c.failed else "pass"))
     return "\n".join(lines)

@@ -1,7 +1,9 @@
 """``summarize --csv DIR``: per-case and summary CSV files, the shape release dashboards ingest.
 
-``cases.csv`` has one row per (log, case, epoch): labels, met/judged/failures, the case's Pass@k
-indicators and CACS@k terms (whose means are the run's metrics) and its judge tokens.
+``cases.csv`` has one row per (log, case, epoch): labels, met/judged, and the case's term of every
+mean metric and value of every count in the metric table (``scorers.clinconsensus.metric_table``:
+rubric accuracy, Pass@k indicators and CACS@k terms, whose means are the run's metrics; judge
+failures, empty answers, judge tokens ...).
 ``summary.csv`` has one row per (log, slice): ``overall`` and every breakdown label, with the
 headline metrics (fractions), the case count, judge failures and, on ``overall``, the judge
 tokens and cost. Every value comes from ``scorers.clinconsensus.cacs`` and ``report.costs``.
@@ -14,31 +16,30 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from clinconsensus_tasks.report.costs import judge_usage, usage_rows
-from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, cacs_at_k, summarize
+from clinconsensus_tasks.clinconsensus.logs import LoggedCase
+from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, summarize
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import case_counts
 from clinconsensus_tasks.scorers.usage import Prices, TokenUsage
 
 
-def _case_rows(path: str, records: Sequence[Any], thresholds: Sequence[int], n_criteria: int) -> list[dict[str, Any]]:
+def _case_rows(path: str, records: Sequence[LoggedCase], thresholds: Sequence[int], n_criteria: int) -> list[dict[str, Any]]:
+    """One row per case: labels, met/judged, then every metric table term and count of the case."""
     rows = []
     for r in records:
-        used = TokenUsage.from_dict(r.judge_usage) + TokenUsage.from_dict(r.local_judge_usage)
+        g = r.graded
+        used = TokenUsage.from_dict(g.judge_usage) + TokenUsage.from_dict(g.local_judge_usage)
         meta = r.metadata or {}
-        row = {"log": path, "case_id": r.case_id, "epoch": r.epoch, "difficulty": meta.get("difficulty", ""),
-               "subject": meta.get("subject", ""), "audience": meta.get("audience", ""), "judge": r.judge,
-               "met": r.result.met, "judged": r.result.judged, "failures": r.result.failures}
-        row.update({f"pass@{k}": int(r.result.met >= k) for k in thresholds})
-        row.update({f"cacs@{k}": cacs_at_k([r.result.met], k, n_criteria) for k in thresholds})
-        row.update({"judge_calls": used.calls, "judge_prompt_tokens": used.prompt_tokens,
-                    "judge_cached_prompt_tokens": used.cached_prompt_tokens, "judge_completion_tokens": used.completion_tokens})
-        rows.append(row)
+        rows.append({"log": path, "case_id": g.case_id, "epoch": g.epoch, "difficulty": meta.get("difficulty", ""),
+                     "subject": meta.get("subject", ""), "audience": meta.get("audience", ""), "judge": g.judge,
+                     "met": g.met, "judged": g.judged, **g.terms(thresholds, n_criteria), **case_counts(g), "judge_calls": used.calls})
     return rows
 
 
-def _summary_rows(path: str, records: Sequence[Any], thresholds: Sequence[int], n_criteria: int,
+def _summary_rows(path: str, records: Sequence[LoggedCase], thresholds: Sequence[int], n_criteria: int,
                   prices: Mapping[str, Prices]) -> list[dict[str, Any]]:
-    results = [r.result for r in records]
+    results = [r.graded.result() for r in records]
     overall = {"log": path, "slice": "overall", **summarize(results, thresholds, n_criteria)}
-    used = list(judge_usage(records).items())
+    used = list(judge_usage([r.graded for r in records]).items())
     spent = sum((u for _, u in used), TokenUsage())
     costs = [row["cost"] for row in usage_rows(dict(used), prices)]
     overall.update({"judge_calls": spent.calls, "judge_prompt_tokens": spent.prompt_tokens,
@@ -61,7 +62,7 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
-def write_csv(folder: str | Path, runs: Mapping[str, Sequence[Any]], thresholds: Sequence[int], n_criteria: int,
+def write_csv(folder: str | Path, runs: Mapping[str, Sequence[LoggedCase]], thresholds: Sequence[int], n_criteria: int,
               prices: Mapping[str, Prices] | None = None) -> tuple[Path, Path]:
     """Write ``cases.csv`` and ``summary.csv`` for ``{log path: records}``; return their paths."""
     folder = Path(folder)

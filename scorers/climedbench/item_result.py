@@ -2,22 +2,21 @@
 
 Why one type: the same scored answer is written by the Inspect scorer (as a ``Score``), by lm-eval's
 ``process_results`` (as per-document metric values in ``samples_*.jsonl``) and read back by the
-adaptive-testing calibration and the report. :class:`ItemResult` is produced by :func:`score_item`
-(the only place that dispatches an answer to its scenario's rule) and knows both log shapes, so a
-field is added in one place and the two frameworks cannot drift apart.
+adaptive-testing calibration, the report, ``compare-models`` and ``robustness``. :class:`ItemResult`
+is produced by :func:`score_item` (the only place that dispatches an answer to its scenario's
+rule). How it is written into and read from each framework's log is one module,
+``clinconsensus_tasks.climedbench.logs``, so a field is added there once for both.
 
-Framework-free: the Inspect and lm-eval shapes are plain dicts here; the adapters wrap them.
+Framework-free: no Inspect or lm-eval import here.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
-from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_metric
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, score_answer, score_similarity
-from clinconsensus_tasks.scorers.climedbench.variants import CLEAN, VARIANTS, final_answer
+from clinconsensus_tasks.scorers.climedbench.variants import CLEAN, VARIANTS
 
 
 def item_key(code: str, item_id: str) -> str:
@@ -92,88 +91,6 @@ class ItemResult:
             raise ValueError(f"{where}: field 'parsed': expected true or false, got {data['parsed']!r}")
         return cls(**{**data, "value": float(data["value"]), "epoch": int(data.get("epoch", 1)),
                       "length_decile": int(data.get("length_decile", 0))})
-
-    # -- the Inspect Score -----------------------------------------------------------------------
-
-    def score_fields(self) -> dict[str, Any]:
-        """Keyword arguments of the Inspect ``Score`` the scorer logs for this item."""
-        metadata: dict[str, Any] = {"scenario": self.scenario, "metric": self.metric}
-        if self.similarity_model is not None:
-            metadata["similarity_model"] = self.similarity_model
-        if self.variant != CLEAN:
-            metadata["variant"] = self.variant
-        if self.length_decile:
-            metadata["length_decile"] = self.length_decile
-        return {
-            "value": {"value": self.value, "parsed": 1.0 if self.parsed else 0.0},
-            "answer": self.answer,
-            "explanation": self.explanation,
-            "metadata": metadata,
-        }
-
-    @classmethod
-    def from_score_fields(cls, item_id: str, scenario: str, value: Mapping[str, Any], answer: str | None,
-                          metadata: Mapping[str, Any] | None, epoch: int = 1) -> ItemResult:
-        """Inverse of :meth:`score_fields` (for one logged, unreduced sample score)."""
-        metadata = metadata or {}
-        return cls(item_id, scenario, float(value["value"]), float(value["parsed"]) >= 0.5, answer or "", epoch,
-                   metadata.get("similarity_model"), str(metadata.get("variant", CLEAN)), int(metadata.get("length_decile", 0)))
-
-    # -- lm-eval per-document values -----------------------------------------------------------
-
-    def lmeval_metrics(self) -> dict[str, float]:
-        """What ``process_results`` returns: the scenario's metric, ``score``, ``parse_failure`` and,
-        when the decile is known, ``length_decile_<d>`` (the scenario YAMLs list all ten)."""
-        out = {self.metric: self.value, "score": self.value, "parse_failure": 0.0 if self.parsed else 1.0}
-        if self.length_decile:
-            out[decile_metric(self.length_decile)] = self.value
-        return out
-
-    @classmethod
-    def from_lmeval_sample(cls, sample: Mapping[str, Any], where: str) -> ItemResult | None:
-        """From one ``samples_climedbench_*.jsonl`` record; ``None`` if it carries no metric value.
-
-        Raises ``ValueError`` naming ``where`` and the field when the record is not a CliMedBench
-        sample or its values are malformed.
-        """
-        doc = sample.get("doc") if isinstance(sample, Mapping) else None
-        if not isinstance(doc, Mapping) or "scenario" not in doc or "id" not in doc:
-            raise ValueError(f"{where}: not a CliMedBench sample record (no doc.scenario / doc.id)")
-        code = str(doc["scenario"]).upper()
-        if code not in SCENARIOS:
-            raise ValueError(f"{where}: field 'doc.scenario': unknown scenario {doc['scenario']!r}")
-        metric = SCENARIOS[code].metric
-        if sample.get(metric) is None:
-            return None
-        if "parse_failure" not in sample:
-            raise ValueError(f"{where}: field 'parse_failure' missing next to {metric!r}")
-        variant = str(doc.get("variant", CLEAN))
-        answer, model = _lmeval_answer(sample, code, variant)
-        try:
-            value, failure = float(sample[metric]), float(sample["parse_failure"])
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{where}: field {metric!r} or 'parse_failure': not a number ({exc})") from exc
-        try:
-            decile = int(doc.get("length_decile", 0))
-            return cls(str(doc["id"]), code, value, failure < 0.5, answer, similarity_model=model, variant=variant,
-                       length_decile=decile)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{where}: field 'doc.variant' or 'doc.length_decile': {exc}") from exc
-
-
-def _lmeval_answer(sample: Mapping[str, Any], code: str, variant: str) -> tuple[str, str | None]:
-    """The final answer of an lm-eval sample (as the Inspect scorer logs it); WTD's filter wraps it,
-    already final, with its cosine and model."""
-    responses = sample.get("filtered_resps") or [""]
-    first = responses[0] if isinstance(responses, list) else responses
-    text = first if isinstance(first, str) else str(first)
-    if SCENARIOS[code].kind != SIMILARITY:
-        return final_answer(text, variant), None
-    try:
-        record = json.loads(text)
-        return str(record["answer"]), record.get("similarity_model")
-    except (ValueError, KeyError, TypeError):
-        return text, None
 
 
 def score_item(code: str, item: Mapping[str, Any], answer: str | None, *, cosine: float | None = None,

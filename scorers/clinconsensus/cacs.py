@@ -10,7 +10,8 @@ Definitions follow the benchmark's official scoring script:
 * CACS@k = 1 / (N - k + 1) * sum_{l=k..N} Pass@l, which equals the mean over cases of
   ``max(0, s_c - k + 1) / (N - k + 1)``. The paper reports it x100; here it is a fraction.
 
-Every metric is computed as the mean of a per-case term (:func:`case_terms`): ``met / judged``,
+Every metric is computed as the mean of a per-case term (``metric_table.case_terms``, where every
+reported metric is named once): ``met / judged``,
 the Pass@k indicator, the CACS@k term. Every case has the same N criteria (the loaders refuse any
 other count), so the mean of ``met / judged`` is total met / total judged. Defining each metric as
 a mean of per-case values is what lets lm-eval aggregate them with its own ``mean`` and compute a
@@ -27,8 +28,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-DEFAULT_N_CRITERIA = 30
-DEFAULT_THRESHOLDS: tuple[int, ...] = (7, 10)
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import (  # noqa: F401  (the per-case terms, re-exported)
+    DEFAULT_N_CRITERIA,
+    DEFAULT_THRESHOLDS,
+    accuracy_term,
+    cacs_term,
+    case_terms,
+    headline_names,
+    pass_term,
+)
 
 
 @dataclass(frozen=True)
@@ -87,35 +95,6 @@ def stderr_of_mean(values: Sequence[float]) -> float:
         return float("nan")
     mu = mean(values)
     return math.sqrt(sum((x - mu) ** 2 for x in values) / (n - 1)) / math.sqrt(n)
-
-
-def accuracy_term(met: int, judged: int) -> float:
-    """A case's share of criteria met (0.0 when nothing was judged)."""
-    return met / judged if judged else 0.0
-
-
-def pass_term(met: int, k: int) -> float:
-    """1.0 when a case meets at least ``k`` criteria, else 0.0."""
-    return 1.0 if met >= k else 0.0
-
-
-def cacs_term(met: int, k: int, n_criteria: int = DEFAULT_N_CRITERIA) -> float:
-    """A case's CACS@k term, ``max(0, s - k + 1) / (N - k + 1)``; a met count above N is capped at N."""
-    if not 1 <= k <= n_criteria:
-        raise ValueError(f"CACS threshold k={k} must lie in 1..{n_criteria}")
-    return max(0, min(met, n_criteria) - k + 1) / (n_criteria - k + 1)
-
-
-def case_terms(met: int, judged: int, thresholds: Sequence[int] = DEFAULT_THRESHOLDS,
-               n_criteria: int = DEFAULT_N_CRITERIA) -> dict[str, float]:
-    """One case's term of each headline metric: ``rubric_accuracy``, ``pass@k``, ``cacs@k``.
-    Each metric is the mean of its term over cases."""
-    out = {"rubric_accuracy": accuracy_term(met, judged)}
-    for k in thresholds:
-        out[f"pass@{k}"] = pass_term(met, k)
-    for k in thresholds:
-        out[f"cacs@{k}"] = cacs_term(met, k, n_criteria)
-    return out
 
 
 def pass_at_k(met_counts: Sequence[int], k: int) -> float:
@@ -230,13 +209,7 @@ def breakdowns(
         out[dim] = {}
         for label in sorted(groups[dim]):
             rows = groups[dim][label]
-            means = headline_means(rows, thresholds, n_criteria)
-            stats = {"cases": float(len(rows)), "rubric_accuracy": means["rubric_accuracy"]}
-            for k in thresholds:
-                stats[f"pass@{k}"] = means[f"pass@{k}"]
-            for k in thresholds:
-                stats[f"cacs@{k}"] = means[f"cacs@{k}"]
-            out[dim][label] = stats
+            out[dim][label] = {"cases": float(len(rows)), **headline_means(rows, thresholds, n_criteria)}
     return out
 
 

@@ -2,8 +2,9 @@
 
     python task_configs/clinconsensus/_generate_configs.py
 
-The metric names and their aggregations are defined once, by
-``clinconsensus_tasks.clinconsensus.lmeval_task.metric_list``; this script renders them into
+The metric names and their aggregations are defined once, in the metric table
+(``scorers/clinconsensus/metric_table.py``), which ``clinconsensus_tasks.clinconsensus.lmeval_task.metric_list``
+reads, as does the task version (``TASK_VERSION``); this script renders them into
 ``clinconsensus.yaml`` and ``clinconsensus_dual.yaml``. Edit the script or the list, never the
 YAMLs: a test checks that the committed files are exactly what this script writes.
 """
@@ -26,8 +27,9 @@ SINGLE = """\
 #   CLINCONSENSUS_DATA=hub|sample|PATH, CLINCONSENSUS_JUDGE_BASE_URL, CLINCONSENSUS_JUDGE_MODEL,
 #   CLINCONSENSUS_JUDGE_API_KEY, CLINCONSENSUS_JUDGE_CONCURRENCY, CLINCONSENSUS_JUDGE_MODE,
 #   CLINCONSENSUS_CACHE_DIR (see the README).
-# Metric values are fractions; judge_failures, empty_answers and suspect_answers are counts. Rubric accuracy,
+# Metric values are fractions, except the counts (*_answers, judge_failures, judge_*_tokens). Rubric accuracy,
 # Pass@k and CACS@k are means of per-case values, so lm-eval reports their standard errors.
+# Every metric is named once, in scorers/clinconsensus/metric_table.py.
 # Other thresholds: --metadata '{{"thresholds": [5, 8]}}'. Breakdowns by subject, task label and
 # difficulty: `clinconsensus-eval summarize <samples file>`.
 task: clinconsensus
@@ -69,7 +71,7 @@ filter_list:
 
 FOOTER = """\
 metadata:
-  version: 1.2
+  version: {version}
 """
 
 
@@ -86,11 +88,13 @@ def metric_block(dual: bool) -> str:
 def render() -> dict[str, str]:
     """File name -> content of every generated YAML."""
     from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS
+    from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
 
     head = HEADER.format(glue=GLUE)
+    foot = FOOTER.format(version=TASK_VERSION)
     return {
-        "clinconsensus.yaml": head + SINGLE.format(glue=GLUE, max_gen_toks=ANSWER_MAX_TOKENS) + metric_block(False) + FOOTER,
-        "clinconsensus_dual.yaml": head + DUAL.format(glue=GLUE) + metric_block(True) + FOOTER,
+        "clinconsensus.yaml": head + SINGLE.format(glue=GLUE, max_gen_toks=ANSWER_MAX_TOKENS) + metric_block(False) + foot,
+        "clinconsensus_dual.yaml": head + DUAL.format(glue=GLUE) + metric_block(True) + foot,
     }
 
 

@@ -1,5 +1,5 @@
 """The CliMedBench item result: produced by score_item, round-tripped through plain dicts, the
-Inspect Score fields and the lm-eval per-document values, without losing or changing a field."""
+Inspect Score fields and the lm-eval per-document values (``climedbench.logs``), without losing or changing a field."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import pytest
 
 from clinconsensus_tasks.climedbench.dataset import load_scenario
+from clinconsensus_tasks.climedbench.logs import from_lmeval_sample, from_score_fields, lmeval_metrics, score_fields
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult, item_key, score_item
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, score_answer
 
@@ -61,45 +62,45 @@ def test_variant_and_decile_travel_through_both_framework_shapes():
     """The variant and the input-length decile reach the Inspect Score metadata and the lm-eval
     values (length_decile_<d>), and come back from each unchanged."""
     result = score_item("BKT", BKT_ITEM, "C", variant="cot", length_decile=4)
-    fields = result.score_fields()
+    fields = score_fields(result)
     assert fields["metadata"] == {"scenario": "BKT", "metric": "accuracy", "variant": "cot", "length_decile": 4}
-    assert ItemResult.from_score_fields("BKT-x", "BKT", fields["value"], fields["answer"], fields["metadata"]) == result
-    assert result.lmeval_metrics() == {"accuracy": 1.0, "score": 1.0, "parse_failure": 0.0, "length_decile_4": 1.0}
+    assert from_score_fields("BKT-x", "BKT", fields["value"], fields["answer"], fields["metadata"]) == result
+    assert lmeval_metrics(result) == {"accuracy": 1.0, "score": 1.0, "parse_failure": 0.0, "length_decile_4": 1.0}
     # lm-eval logs the whole completion; the record gives back the final answer the rules read.
     record = {"doc": {"id": "BKT-x", "scenario": "BKT", "variant": "cot", "length_decile": 4},
-              "filtered_resps": ["<思考>A 不对</思考>\nC"], **result.lmeval_metrics()}
-    assert ItemResult.from_lmeval_sample(record, "f:1") == score_item("BKT", BKT_ITEM, "\nC", variant="cot", length_decile=4)
+              "filtered_resps": ["<思考>A 不对</思考>\nC"], **lmeval_metrics(result)}
+    assert from_lmeval_sample(record, "f:1") == score_item("BKT", BKT_ITEM, "\nC", variant="cot", length_decile=4)
 
 
 def test_inspect_score_fields_round_trip_and_shape():
     wtd = score_item("WTD", {"id": "w", "answer": "ref"}, "回答", cosine=0.5, similarity_model="simcse", epoch=2)
-    fields = wtd.score_fields()
+    fields = score_fields(wtd)
     # The shape the Inspect scorer has always logged (the report and the metric read it).
     assert fields == {"value": {"value": 0.5, "parsed": 1.0}, "answer": "回答", "explanation": "similarity=0.5000",
                       "metadata": {"scenario": "WTD", "metric": "similarity", "similarity_model": "simcse"}}
-    assert ItemResult.from_score_fields("w", "WTD", fields["value"], fields["answer"], fields["metadata"], 2) == wtd
+    assert from_score_fields("w", "WTD", fields["value"], fields["answer"], fields["metadata"], 2) == wtd
     failed = score_item("BKT", BKT_ITEM, "不知道")
-    assert failed.score_fields()["explanation"] == "accuracy=0.0000 (unparseable answer)"
-    assert "similarity_model" not in failed.score_fields()["metadata"]
+    assert score_fields(failed)["explanation"] == "accuracy=0.0000 (unparseable answer)"
+    assert "similarity_model" not in score_fields(failed)["metadata"]
 
 
 def test_lmeval_values_round_trip_from_a_sample_record():
     item = load_scenario("SSO", announce=False).items[0]
     result = score_item("SSO", item, "答案：B C")
-    metrics = result.lmeval_metrics()
+    metrics = lmeval_metrics(result)
     assert metrics == {"kendall_tau": result.value, "score": result.value, "parse_failure": 0.0}
     # A record as lm-eval's --log_samples writes it: doc, filtered response, the per-document values.
     record = {"doc_id": 0, "doc": {"id": item["id"], "scenario": "SSO", "item_json": json.dumps(item)},
               "filtered_resps": ["答案：B C"], "filter": "answer", **metrics}
-    assert ItemResult.from_lmeval_sample(record, "f:1") == result
+    assert from_lmeval_sample(record, "f:1") == result
     # WTD's filter wraps the answer with its cosine and the embedding model.
     wtd = score_item("WTD", {"id": "w", "answer": "ref"}, "回答", cosine=0.25, similarity_model="simcse")
     wrapped = json.dumps({"answer": "回答", "cosine": 0.25, "similarity_model": "simcse"}, ensure_ascii=False)
-    record = {"doc": {"id": "w", "scenario": "WTD"}, "filtered_resps": [wrapped], **wtd.lmeval_metrics()}
-    assert ItemResult.from_lmeval_sample(record, "f:2") == wtd
+    record = {"doc": {"id": "w", "scenario": "WTD"}, "filtered_resps": [wrapped], **lmeval_metrics(wtd)}
+    assert from_lmeval_sample(record, "f:2") == wtd
     # No metric value: not scored (the reader reports it); not a CliMedBench record: an error naming where.
-    assert ItemResult.from_lmeval_sample({"doc": {"id": "w", "scenario": "WTD"}}, "f:3") is None
+    assert from_lmeval_sample({"doc": {"id": "w", "scenario": "WTD"}}, "f:3") is None
     with pytest.raises(ValueError, match=r"^f:4: not a CliMedBench sample record"):
-        ItemResult.from_lmeval_sample({"doc": {"case_id": "c"}}, "f:4")
+        from_lmeval_sample({"doc": {"case_id": "c"}}, "f:4")
     with pytest.raises(ValueError, match=r"^f:5: field 'parse_failure' missing"):
-        ItemResult.from_lmeval_sample({"doc": {"id": "w", "scenario": "WTD"}, "similarity": 0.3}, "f:5")
+        from_lmeval_sample({"doc": {"id": "w", "scenario": "WTD"}, "similarity": 0.3}, "f:5")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from clinconsensus_tasks.climedbench.logs import lmeval_metrics
 from clinconsensus_tasks.scorers.climedbench.item_result import score_item
 from clinconsensus_tasks.scorers.climedbench.scenarios import CHOICE, DIMENSIONS, SCENARIOS
 from clinconsensus_tasks.task_configs.climedbench import _generate_configs as generator
@@ -56,10 +57,10 @@ def test_task_metrics_are_what_process_results_returns():
             item = {"id": "x", "answer": ["k"]}
         result = score_item(scenario.code, item, "", cosine=0.0)
         deciles = [f"length_decile_{d}" for d in range(1, 11)]
-        assert names == list(result.lmeval_metrics()) + deciles, scenario.code
+        assert names == list(lmeval_metrics(result)) + deciles, scenario.code
         for decile in range(1, 11):  # each document reports its own decile, one of those listed
-            reported = list(score_item(scenario.code, item, "", cosine=0.0, length_decile=decile).lmeval_metrics())
-            assert reported == list(result.lmeval_metrics()) + [f"length_decile_{decile}"], scenario.code
+            reported = list(lmeval_metrics(score_item(scenario.code, item, "", cosine=0.0, length_decile=decile)))
+            assert reported == list(lmeval_metrics(result)) + [f"length_decile_{decile}"], scenario.code
         assert {m["aggregation"] for m in config["metric_list"]} == {"mean"}
 
 

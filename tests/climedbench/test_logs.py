@@ -18,7 +18,7 @@ import pytest
 
 from clinconsensus_tasks.adaptive import commands as cat_commands
 from clinconsensus_tasks.climedbench.dataset import load_scenario
-from clinconsensus_tasks.climedbench.logs import read_item_log
+from clinconsensus_tasks.climedbench.logs import read_item_log, score_fields
 from clinconsensus_tasks.errors import DataValidationError
 from clinconsensus_tasks.scorers.climedbench.item_result import score_item
 from clinconsensus_tasks.scorers.climedbench.scenarios import summarize
@@ -58,7 +58,7 @@ def test_unscored_inspect_samples_are_listed_warned_about_and_refused_by_the_rep
     by_id = {s.id: s for s in log.samples}
     for result in read.results:
         logged = by_id[result.key].scores["climedbench_scorer"]
-        assert result.score_fields() == {"value": logged.value, "answer": logged.answer, "explanation": logged.explanation, "metadata": logged.metadata}
+        assert score_fields(result) == {"value": logged.value, "answer": logged.answer, "explanation": logged.explanation, "metadata": logged.metadata}
 
     # Calibration: each unscored sample is a missing response, with a warning naming file and sample.
     records = cat_commands.read_item_results([log.location])

@@ -173,11 +173,11 @@ def test_summarize_recomputes_the_same_metrics_from_either_log(fake_server, tmp_
     overall = from_inspect["overall"]
     assert cli_main(["summarize", str(samples)]) == 0
     text = capsys.readouterr().out
-    assert text.splitlines()[2].split() == ["overall", *(f"{overall[n]:.4f}" for n in ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10"))]
+    assert text.splitlines()[2].split() == ["overall", *(f"{overall[n]:.4f}" for n in ("cacs@10", "cacs@7", "pass@10", "pass@7", "rubric_accuracy"))]
     assert text.rstrip().endswith("(fractions, as the frameworks report them; --percent for %)")
     assert cli_main(["summarize", "--percent", str(samples)]) == 0
     text = capsys.readouterr().out
-    assert text.splitlines()[2].split() == ["overall", *(f"{100 * overall[n]:.2f}" for n in ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10"))]
+    assert text.splitlines()[2].split() == ["overall", *(f"{100 * overall[n]:.2f}" for n in ("cacs@10", "cacs@7", "pass@10", "pass@7", "rubric_accuracy"))]
     assert text.rstrip().endswith("(values in %)")
 
 

@@ -39,6 +39,13 @@ def test_estimate_prices_and_errors(capsys):
     assert estimate["cost"]["*"]["with_prompt_cache"] == pytest.approx(
         (uncached * 2 + estimate["cacheable_prompt_tokens"] * 0.5 + estimate["completion_tokens"] * 8) / 1e6)
     assert estimate["cost"]["*"]["without_prompt_cache"] == pytest.approx((estimate["prompt_tokens"] * 2 + estimate["completion_tokens"] * 8) / 1e6)
+    # The text says which judge each cost is for and at what prices (a bare "cost (*)" did not).
+    assert cli_main(["estimate", "sample", "--judge-mode", "per_criterion", "--answer-chars", "300",
+                     "--prices", "2,0.5,8", "--prices", "gpt-4.1=1,0.25,4"]) == 0
+    costs = [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("cost")]
+    assert [c.split(":")[0] for c in costs] == [
+        "cost for any judge at 2 / 0.5 / 8 per million input / cached input / output tokens",
+        "cost for gpt-4.1 at 1 / 0.25 / 4 per million input / cached input / output tokens"]
     assert cli_main(["estimate", "sample", "--tokenizer", "no_such_encoding"]) == 2
     assert "no local folder of that name" in capsys.readouterr().err
 

@@ -61,13 +61,13 @@ def test_rescore_lmeval_samples(fake_server, tmp_path):
                                for s in results["samples"]["clinconsensus"]), encoding="utf-8")
     out = tmp_path / "rescored.jsonl"
     metrics = rescore(str(samples), out, settings(fake_server, "judge-alt"), "batched")
-    records = read_case_records(out)
+    records = [r.graded for r in read_case_records(out)]
     assert len(records) == 12 and {r.judge for r in records} == {"judge-alt"}
     # Rubric accuracy is the mean of the per-case shares, which is total met / total judged (30 each).
-    assert mean([r.result.met / 30 for r in records]) == metrics["rubric_accuracy"]
-    assert sum(r.result.met for r in records) / 360 == pytest.approx(metrics["rubric_accuracy"], rel=1e-15)
+    assert mean([r.met / 30 for r in records]) == metrics["rubric_accuracy"]
+    assert sum(r.met for r in records) / 360 == pytest.approx(metrics["rubric_accuracy"], rel=1e-15)
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
-    assert lines[0]["cacs@10"] == cacs_term(records[0].result.met, 10)  # per-case values rewritten too
+    assert lines[0]["cacs@10"] == cacs_term(records[0].met, 10)  # per-case values rewritten too
 
 
 def test_agreement_with_human_labels(fake_server, tmp_path, inspect_log):

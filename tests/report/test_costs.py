@@ -48,7 +48,7 @@ def test_both_frameworks_record_the_judge_tokens_the_api_reported(fake_server, t
     log, _ = run_inspect(tmp_path / "logs")
     served = TokenUsage.from_dict(fake_server.stats()["judge_usage"])
     assert served.calls == 360 and served.cached_prompt_tokens > 0  # 12 cases x 30 criteria; shared prefixes cached
-    inspect_records = read_case_records(log.location)
+    inspect_records = [r.graded for r in read_case_records(log.location)]
     assert _totals(inspect_records) == served
     # Inspect's own per-model accounting agrees (its input_tokens exclude the cached part), once
     # the judge check's one probe request, which grades nothing, is added.
@@ -60,7 +60,7 @@ def test_both_frameworks_record_the_judge_tokens_the_api_reported(fake_server, t
     fake_server.reset()  # forget cached prefixes: the lm-eval run starts as cold as the Inspect run did
     results, _ = run_lmeval(fake_server.base_url, tmp_path / "lmeval")
     samples = next((tmp_path / "lmeval").rglob("samples_clinconsensus*.jsonl"))
-    lmeval_records = read_case_records(samples)
+    lmeval_records = [r.graded for r in read_case_records(samples)]
     assert {r.case_id: r.judge_usage for r in lmeval_records} == {r.case_id: r.judge_usage for r in inspect_records}
     task = results["results"]["clinconsensus"]
     assert (task["judge_prompt_tokens,judge"], task["judge_cached_prompt_tokens,judge"], task["judge_completion_tokens,judge"]) == \
@@ -79,7 +79,7 @@ def test_both_frameworks_record_the_judge_tokens_the_api_reported(fake_server, t
     by_case = {r.case_id: r for r in inspect_records}
     for row in cases:
         record = by_case[row["case_id"]]
-        assert int(row["met"]) == record.result.met and int(row["judge_prompt_tokens"]) == record.judge_usage["prompt_tokens"]
+        assert int(row["met"]) == record.met and int(row["judge_prompt_tokens"]) == record.judge_usage["prompt_tokens"]
     with (out / "summary.csv").open(encoding="utf-8") as handle:
         summary = [r for r in csv.DictReader(handle) if r["slice"] == "overall"]
     assert [float(r["judge_cost"]) for r in summary] == [pytest.approx(prices.cost(served))] * 2

@@ -1,0 +1,292 @@
+"""The runs a report shows: every log read into ClinConsensus and CliMedBench runs with their metadata.
+
+Files are found by ``clinconsensus_tasks.log_files`` and read by the benchmarks' readers
+(``clinconsensus.logs``, ``climedbench.logs``), the same as every other command; this module only
+groups them into runs (an lm-eval CliMedBench call writes one samples file per scenario), names
+the runs (one name per model across frameworks) and collects what each log says about how it was
+made. Every number is computed by the scoring core from the records the readers return.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from clinconsensus_tasks.climedbench.logs import read_item_log
+from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
+from clinconsensus_tasks.log_files import (
+    CLIMEDBENCH, CLINCONSENSUS, find_logs, is_inspect_log, is_lmeval_results, is_lmeval_samples, lmeval_run_key, lmeval_task,
+)
+from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
+from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult
+from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_scores
+from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, breakdowns, cacs_at_k, summarize
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import totals
+
+CURVE_KS = range(1, 31)
+
+
+@dataclass
+class ClinRun:
+    """One ClinConsensus run: per-case records and the metrics the scoring core computes from them.
+    ``same_as`` names an earlier run that logged exactly the same per-case results."""
+
+    name: str
+    path: str
+    records: list[LoggedCase]
+    n_criteria: int = DEFAULT_N_CRITERIA
+    meta: dict[str, Any] = field(default_factory=dict)
+    same_as: str = ""
+
+    @property
+    def results(self) -> list[CaseResult]:
+        return [r.graded.result() for r in self.records]
+
+    @property
+    def dual(self) -> bool:
+        return any(r.graded.dual for r in self.records)
+
+    def summary(self) -> dict[str, float]:
+        return summarize(self.results, DEFAULT_THRESHOLDS, self.n_criteria)
+
+    def counts(self) -> dict[str, float]:
+        """Every count of the metric table (judge failures, empty answers, judge tokens ...)."""
+        return totals([r.graded for r in self.records])
+
+    def breakdowns(self) -> dict[str, dict[str, dict[str, float]]]:
+        return breakdowns(self.results, DEFAULT_THRESHOLDS, self.n_criteria)
+
+    def curve(self) -> list[float]:
+        met = [r.met for r in self.results]
+        return [cacs_at_k(met, k, self.n_criteria) for k in CURVE_KS if k <= self.n_criteria]
+
+    def fingerprint(self) -> list[tuple[Any, ...]]:
+        return [(r.graded.case_id, r.graded.epoch, tuple(j.met for j in r.graded.judgments)) for r in self.records]
+
+
+@dataclass
+class MedRun:
+    """One CliMedBench run: its scored items and their summary."""
+
+    name: str
+    path: str
+    results: list[ItemResult]
+    meta: dict[str, Any] = field(default_factory=dict)
+    same_as: str = ""
+
+    @property
+    def rows(self) -> list[tuple[str, float, bool]]:
+        return [r.row for r in self.results]
+
+    @property
+    def variant(self) -> str:
+        """How the run asked its items: ``clean``, ``perturbed``, ``nota``, ``cot`` (several: joined by commas)."""
+        return _variant(self.results)
+
+    def summary(self) -> dict[str, float]:
+        return cmb.summarize(self.rows)
+
+    def decile_summary(self) -> dict[str, float]:
+        """Scores per input-length decile, from the items whose log carries their decile."""
+        return decile_scores((r.scenario, r.length_decile, r.value) for r in self.results if r.length_decile)
+
+    def item_scores(self) -> dict[tuple[str, str], float]:
+        return {(r.scenario, r.item_id): r.value for r in self.results}
+
+    def fingerprint(self) -> list[tuple[Any, ...]]:
+        return sorted((r.key, r.epoch, r.value, r.parsed) for r in self.results)
+
+
+@dataclass
+class Runs:
+    clin: list[ClinRun] = field(default_factory=list)
+    med: list[MedRun] = field(default_factory=list)
+    results_files: list[dict[str, Any]] = field(default_factory=list)  # lm-eval results_*.json metadata
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (log, why): unfinished or empty
+
+
+def model_display_name(model: str) -> str:
+    """One name per model across frameworks: Inspect's ``provider/[service/]name`` and lm-eval's
+    output folder (``org__name``) both become ``name`` as the server knows it (``org/name``)."""
+    parts = model.split("/")
+    if len(parts) >= 3 and parts[0] in ("openai-api", "openai-compatible"):
+        return "/".join(parts[2:])
+    if len(parts) >= 2 and "__" not in model:
+        return "/".join(parts[1:])
+    return model.replace("__", "/")
+
+
+def _variant(results: Sequence[ItemResult]) -> str:
+    """The variant a run asked its items in (``clean``, ``perturbed`` ...; several joined by commas)."""
+    return ",".join(sorted({r.variant for r in results})) or "clean"
+
+
+def _run_name(model: str, variant: str) -> str:
+    return model if variant == "clean" else f"{model} [{variant}]"
+
+
+# -- what each log says about its run ---------------------------------------------------------------
+
+
+def _inspect_meta(log: Any) -> dict[str, Any]:
+    ev = log.eval
+    roles = {name: cfg.model for name, cfg in (ev.model_roles or {}).items()}
+    meta = dict(ev.metadata or {})
+    return {
+        "framework": "inspect",
+        "task": ev.task,
+        "model": ev.model,
+        "judges": [roles[r] for r in ("grader", "local_grader") if r in roles],
+        "judge_mode": meta.get("judge_mode", ""),
+        "data_source": meta.get("data_source") or meta.get("data_sources") or (ev.dataset.location if ev.dataset else ""),
+        "data_sha256": meta.get("data_sha256", ""),
+        "data_revision": meta.get("data_revision", ""),
+        "judge_prompt_sha256": meta.get("judge_prompt_sha256", ""),
+        "task_version": ev.task_version,
+        "synthetic_sample": meta.get("synthetic_sample"),
+        "packages": dict(ev.packages or {}),
+        "created": ev.created,
+    }
+
+
+def _lmeval_meta(path: Path, tasks: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run metadata of an lm-eval samples file, from the provenance its first record carries."""
+    meta = {"framework": "lm-eval", "task": ", ".join(tasks) if tasks else lmeval_task(path), "model": path.parent.name,
+            "judges": [], "judge_mode": "", "data_source": "", "data_sha256": "", "packages": {}}
+    with path.open(encoding="utf-8") as handle:
+        first = next((line for line in handle if line.strip()), "")
+    if not first:
+        return meta
+    sample = json.loads(first)
+    data = (sample.get("doc") or {}).get("data_provenance") or {}
+    meta.update({k: data[k] for k in ("data_source", "data_sha256", "data_revision") if data.get(k)})
+    filtered = sample.get("filtered_resps") or [""]
+    try:
+        record = json.loads(filtered[0] if isinstance(filtered, list) else filtered)
+    except (TypeError, ValueError):
+        return meta  # CliMedBench records: no judge
+    if isinstance(record, dict):
+        judges = [p for p in (record.get("provenance"), record.get("local_provenance")) if p]
+        meta["judges"] = [f"{p['judge_model']} @ {p['judge_endpoint']}" for p in judges]
+        if judges:
+            meta.update(judge_mode=judges[0]["judge_mode"], judge_prompt_sha256=judges[0]["judge_prompt_sha256"])
+    return meta
+
+
+def _lmeval_results(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    config = data.get("config") or {}
+    return {"path": str(path), "model": data.get("model_name") or path.parent.name,
+            "model_args": config.get("model_args"), "tasks": sorted((data.get("results") or {}).keys())}
+
+
+# -- reading ----------------------------------------------------------------------------------------
+
+
+def _climedbench_results(path: Path) -> list[ItemResult]:
+    """The run's scored items; an unscored sample is an error (a scenario score without it would be wrong)."""
+    log = read_item_log(path)
+    log.require_scored()
+    return log.results
+
+
+def _read_inspect(path: Path, runs: Runs) -> None:
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(path), header_only=True)
+    if log.status != "success":
+        runs.skipped.append((str(path), f"unfinished Inspect run (status {log.status!r})"))
+        return
+    if not (log.results and log.results.total_samples):
+        runs.skipped.append((str(path), "no samples"))
+        return
+    meta = _inspect_meta(log)
+    task = log.eval.task.rsplit("/", 1)[-1]
+    name = model_display_name(log.eval.model)
+    if task.startswith(CLINCONSENSUS):
+        n = int((log.eval.task_args or {}).get("n_criteria") or DEFAULT_N_CRITERIA)
+        runs.clin.append(ClinRun(name, str(path), read_case_records(path), n, meta))
+    elif task.startswith(CLIMEDBENCH):
+        results = _climedbench_results(path)
+        runs.med.append(MedRun(_run_name(name, _variant(results)), str(path), results, meta))
+    else:
+        raise ValueError(f"{path}: task {log.eval.task!r} is neither ClinConsensus nor CliMedBench")
+
+
+def _read_lmeval_climedbench(paths: Sequence[Path], runs: Runs) -> None:
+    """One lm-eval CliMedBench run from its samples files (one per scenario task, same folder and
+    timestamp): one CliMedBench run in the report, as in Inspect. Variant tasks run in the same
+    call (``--tasks climedbench,climedbench_perturbed``) make one run per variant."""
+    by_variant: dict[str, tuple[list[ItemResult], list[str], list[Path]]] = {}
+    for path in sorted(paths):  # the same run whichever order the files were named in
+        found = _climedbench_results(path)
+        if not found:
+            runs.skipped.append((str(path), "no samples"))
+            continue
+        for variant in sorted({r.variant for r in found}):
+            rows, tasks, used = by_variant.setdefault(variant, ([], [], []))
+            rows += [r for r in found if r.variant == variant]
+            used.append(path)
+            tasks.append(lmeval_task(path))
+    for variant, (rows, tasks, used) in by_variant.items():
+        name = _run_name(model_display_name(used[0].parent.name), variant)
+        runs.med.append(MedRun(name, ", ".join(map(str, used)), rows, _lmeval_meta(used[0], tasks)))
+
+
+def read_runs(paths: Sequence[str | Path]) -> Runs:
+    """Sort every log (or folder of logs) into ClinConsensus runs, CliMedBench runs and lm-eval
+    results files; unfinished or empty logs are skipped and listed in ``Runs.skipped``."""
+    runs = Runs()
+    climedbench_groups: dict[tuple[Path, str], list[Path]] = {}
+    for path in find_logs(paths):
+        if is_lmeval_results(path):
+            runs.results_files.append(_lmeval_results(path))
+        elif is_lmeval_samples(path, CLINCONSENSUS):
+            records = read_case_records(path)
+            if records:
+                runs.clin.append(ClinRun(model_display_name(path.parent.name), str(path), records, meta=_lmeval_meta(path)))
+            else:
+                runs.skipped.append((str(path), "no samples"))
+        elif is_lmeval_samples(path, CLIMEDBENCH):
+            climedbench_groups.setdefault(lmeval_run_key(path), []).append(path)
+        elif is_inspect_log(path, named=True):
+            _read_inspect(path, runs)
+        else:
+            raise ValueError(f"{path}: expected an Inspect log, samples_clinconsensus*/samples_climedbench_* .jsonl or results_*.json")
+    for group in climedbench_groups.values():
+        _read_lmeval_climedbench(group, runs)
+    for group in (runs.clin, runs.med):
+        _unique_names(group)
+        _mark_identical(group)
+    return runs
+
+
+def _unique_names(runs: Sequence[ClinRun | MedRun]) -> None:
+    """One leaderboard row per run: a model run in both frameworks gets the framework after its
+    name; a model seen twice in one framework gets ``#2``, ``#3`` ..."""
+    frameworks: dict[str, set[str]] = {}
+    for run in runs:
+        frameworks.setdefault(run.name, set()).add(run.meta.get("framework", ""))
+    for run in runs:
+        if len(frameworks[run.name]) > 1:
+            run.name = f"{run.name} ({run.meta.get('framework', '')})"
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.name] = seen.get(run.name, 0) + 1
+        if seen[run.name] > 1:
+            run.name = f"{run.name} #{seen[run.name]}"
+
+
+def _mark_identical(runs: Sequence[ClinRun | MedRun]) -> None:
+    """``same_as``: the first earlier run with exactly the same per-case verdicts or item scores
+    (one model's answers graded alike in both frameworks, a run read twice), so the report can say
+    so instead of drawing one line over the other."""
+    first: dict[str, str] = {}
+    for run in runs:
+        key = repr(run.fingerprint())
+        if key in first:
+            run.same_as = first[key]
+        else:
+            first[key] = run.name
