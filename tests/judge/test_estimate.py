@@ -40,7 +40,7 @@ def test_estimate_prices_and_errors(capsys):
         (uncached * 2 + estimate["cacheable_prompt_tokens"] * 0.5 + estimate["completion_tokens"] * 8) / 1e6)
     assert estimate["cost"]["*"]["without_prompt_cache"] == pytest.approx((estimate["prompt_tokens"] * 2 + estimate["completion_tokens"] * 8) / 1e6)
     # The text says which judge each cost is for and at what prices (a bare "cost (*)" did not).
-    assert cli_main(["estimate", "sample", "--judge-mode", "per_criterion", "--answer-chars", "300",
+    assert cli_main(["estimate", "sample", "--judge-mode", "per_criterion", "--answer-chars", "300", "--judge-prompt", "project",
                      "--prices", "2,0.5,8", "--prices", "gpt-4.1=1,0.25,4"]) == 0
     costs = [line.strip() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("cost")]
     assert [c.split(":")[0] for c in costs] == [
