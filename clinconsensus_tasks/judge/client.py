@@ -33,7 +33,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
+from clinconsensus_tasks.judge.input_limit import judge_input_limit, limited
 from clinconsensus_tasks.judge.official_template import prompt_record
+from clinconsensus_tasks.judge.server_info import AUTO, ask_server, check_kind, with_thinking_off
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     DEFAULT_FAILURE_THRESHOLD,
     ENV_FAILURE_THRESHOLD,
@@ -61,6 +63,7 @@ class JudgeSettings:
     cache_dir: str | None = None
     extra_body: Mapping[str, Any] = field(default_factory=dict)
     failure_threshold: float = DEFAULT_FAILURE_THRESHOLD
+    server: str = AUTO  # judge/server_info.py: vllm, sglang, openai, or auto (ask GET /v1/models)
 
     @classmethod
     def from_env(cls, prefix: str = "CLINCONSENSUS_JUDGE_", env: Mapping[str, str] | None = None) -> "JudgeSettings":
@@ -111,6 +114,7 @@ class JudgeSettings:
             cache_dir=env.get("CLINCONSENSUS_CACHE_DIR") or None,
             extra_body=extra_body,
             failure_threshold=failure_threshold,
+            server=check_kind(env.get(f"{prefix}SERVER"), f"{prefix}SERVER"),
         )
 
 
@@ -213,6 +217,9 @@ async def judge_documents(
     """
     from tqdm.auto import tqdm
 
+    # judge/server_info.py, judge/input_limit.py: thinking off where the server takes the switch; the input limit
+    server = await asyncio.to_thread(ask_server, settings.base_url, settings.api_key, settings.model, settings.server)
+    settings = replace(settings, extra_body=with_thinking_off(server, settings.extra_body))
     client = JudgeClient(settings)
     prompt_info = prompt_record(template, mode)
     breaker = CircuitBreaker(resume_hint=resume_hint(settings))
@@ -223,11 +230,13 @@ async def judge_documents(
             rubrics = [(r["criterion_id"], r["criterion"]) for r in doc["rubrics"]]
             max_tokens = judge_max_tokens(mode, len(rubrics), settings.max_tokens)
             spent: list[TokenUsage] = []
+            limit = judge_input_limit(settings.model, server, max_tokens)
+            sent = limit.fit_answer(answer, doc["question"], rubrics, mode, template)
 
             async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
                 return await client.complete(messages, fresh, max_tokens=max_tokens, usage=spent, before_send=breaker.check)
 
-            record = await grade_case(str(doc["case_id"]), doc["question"], answer, rubrics, complete, settings.model,
+            record = await grade_case(str(doc["case_id"]), doc["question"], sent, rubrics, limited(complete, limit), settings.model,
                                       mode, max_attempts, slices_of(doc), template=template, judge_prompt=prompt_info, breaker=breaker)
             progress.update(1)
             return replace(record, judge_usage=total(spent).to_dict())  # tokens of the calls sent (cache hits: none)
