@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 from typing import Any, Mapping, Sequence
+from urllib.parse import urlsplit
 
 from lm_eval.api.task import ConfigurableTask
 
@@ -46,7 +47,13 @@ def metadata_settings(metadata: Mapping[str, Any]) -> dict[str, str]:
     if secret:
         raise ConfigurationError(f"--metadata {', '.join(secret)}: an API key given there is written into lm-eval's "
                                  "results file; set CLINCONSENSUS_JUDGE_API_KEY (or _LOCAL_) in the environment instead")
-    return {env: str(metadata[key]) for key, env in METADATA_KEYS.items() if metadata.get(key) not in (None, "")}
+    given = {env: str(metadata[key]) for key, env in METADATA_KEYS.items() if metadata.get(key) not in (None, "")}
+    for key in ("judge_base_url", "local_judge_base_url"):
+        parts = urlsplit(str(metadata.get(key) or ""))
+        if parts.username or parts.password or parts.query:
+            raise ConfigurationError(f"--metadata {key}: user-info or a query in the URL would be written into lm-eval's "
+                                     "results file; give the endpoint without credentials and the key in the environment")
+    return given
 
 
 def judge_env(given: Mapping[str, str] | None = None) -> dict[str, str]:
