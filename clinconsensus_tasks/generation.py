@@ -48,11 +48,12 @@ class GenerationSettings:
 
     def inspect_config(self, **overrides: Any) -> Any:
         """Inspect's ``GenerateConfig`` for the task (``overrides``: e.g. a task parameter's
-        ``max_tokens``). ``stop_seqs`` is given even when empty, so an OpenAI-compatible request
-        carries ``stop: []`` as lm-eval's does."""
+        ``max_tokens``). No stop sequence is ``stop_seqs=None``, not ``[]``: Inspect's ``hf/``
+        provider fails on an empty list. So an OpenAI-compatible request from Inspect carries no
+        ``stop`` where lm-eval's carries ``stop: []``; both mean no stop sequence."""
         from inspect_ai.model import GenerateConfig
 
-        fields = {"max_tokens": self.max_tokens, "temperature": self.temperature, "seed": self.seed, "stop_seqs": list(self.stop)}
+        fields = {"max_tokens": self.max_tokens, "temperature": self.temperature, "seed": self.seed, "stop_seqs": list(self.stop) or None}
         return GenerateConfig(**{**fields, **overrides})
 
     def lmeval_generation_kwargs(self) -> dict[str, Any]:

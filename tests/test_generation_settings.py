@@ -32,4 +32,4 @@ def test_yaml_generation_kwargs_are_the_declared_settings():
 
 def test_inspect_config_is_the_declared_settings_and_takes_a_task_override():
     config = CLINCONSENSUS.inspect_config(max_tokens=100)
-    assert (config.max_tokens, config.temperature, config.seed, config.stop_seqs) == (100, 0.0, 1234, [])
+    assert (config.max_tokens, config.temperature, config.seed, config.stop_seqs) == (100, 0.0, 1234, None)

@@ -35,7 +35,10 @@ def capture(fake_server, answer) -> list[dict]:
 
 
 def generation_fields(bodies: list[dict]) -> list[dict]:
-    return [{k: v for k, v in b.items() if k not in ("model", "messages")} for b in bodies]
+    """Every field but ``model`` and ``messages``. lm-eval always sends ``stop`` (an empty list when
+    there is no stop sequence); Inspect sends none then (its ``hf/`` provider fails on an empty
+    list): an empty ``stop`` is read as no ``stop``, as OpenAI-compatible servers read it."""
+    return [{k: v for k, v in b.items() if k not in ("model", "messages") and not (k == "stop" and v == [])} for b in bodies]
 
 
 def inspect_bodies(fake_server, tmp_path, task, answer, **eval_args) -> list[dict]:
@@ -64,7 +67,7 @@ def test_clinconsensus_candidate_requests_are_equal_in_both_frameworks(fake_serv
 
     inspect_side = inspect_bodies(fake_server, tmp_path, clinconsensus(data="sample"), candidate_answer)
     lmeval_side = lmeval_bodies(fake_server, "clinconsensus", candidate_answer)
-    declared = {"max_tokens": 8192, "temperature": 0.0, "seed": 1234, "stop": []}
+    declared = {"max_tokens": 8192, "temperature": 0.0, "seed": 1234}
     assert CLINCONSENSUS.max_tokens == 8192
     assert inspect_side == lmeval_side == [declared, declared]
 
@@ -74,7 +77,7 @@ def test_climedbench_candidate_requests_are_equal_and_overridable_in_both_framew
 
     inspect_side = inspect_bodies(fake_server, tmp_path, climedbench_bkt(), climedbench_answer)
     lmeval_side = lmeval_bodies(fake_server, "climedbench_bkt", climedbench_answer)
-    declared = {"max_tokens": 1024, "temperature": 0.0, "seed": 1234, "stop": []}
+    declared = {"max_tokens": 1024, "temperature": 0.0, "seed": 1234}
     assert CLIMEDBENCH.max_tokens == 1024
     assert inspect_side == lmeval_side == [declared, declared]
 
@@ -83,5 +86,5 @@ def test_climedbench_candidate_requests_are_equal_and_overridable_in_both_framew
     inspect_side = inspect_bodies(fake_server, tmp_path, climedbench_bkt(), climedbench_answer, temperature=0.5, max_tokens=64, seed=7)
     lmeval_side = lmeval_bodies(fake_server, "climedbench_bkt", climedbench_answer,
                                 gen_kwargs="temperature=0.5,do_sample=true,max_gen_toks=64", model_args={"seed": 7})
-    overridden = {"max_tokens": 64, "temperature": 0.5, "seed": 7, "stop": []}
+    overridden = {"max_tokens": 64, "temperature": 0.5, "seed": 7}
     assert inspect_side == lmeval_side == [overridden, overridden]
