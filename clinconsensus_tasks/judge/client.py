@@ -4,7 +4,9 @@ Inspect runs use Inspect's own model roles instead (see ``clinconsensus.inspect_
 any endpoint that speaks the OpenAI chat-completions API: a hosted API, or a vLLM server running
 ``skylenage/ClinConsensus-Judge-8B``. The ``openai`` SDK does the transport work, including retries
 with exponential backoff on 429, 5xx, connection errors and timeouts; this module adds the
-concurrency bound, greedy decoding, the on-disk cache and call accounting.
+concurrency bound, greedy decoding, the on-disk cache and call accounting; ``judge_documents`` adds
+what the judge's server takes (``judge.server_info``) and its input limit (``judge.input_limit``).
+lm-eval's ``--metadata`` can stand in for the variables below (``clinconsensus.lmeval_judge``).
 
 Settings (environment variables):
 
@@ -15,8 +17,9 @@ Settings (environment variables):
 * ``CLINCONSENSUS_JUDGE_CONCURRENCY`` (default 32), ``CLINCONSENSUS_JUDGE_MAX_RETRIES`` (default 6),
   ``CLINCONSENSUS_JUDGE_TIMEOUT`` seconds (default 120), ``CLINCONSENSUS_JUDGE_MAX_TOKENS``
   (default 512 per criterion; batched mode allows 96 per criterion),
-* ``CLINCONSENSUS_JUDGE_EXTRA_BODY``: a JSON object merged into every request, e.g.
-  ``{"chat_template_kwargs": {"enable_thinking": false}}`` for a Qwen3-based judge on vLLM,
+* ``CLINCONSENSUS_JUDGE_EXTRA_BODY``: a JSON object merged into every request (a vLLM or SGLang
+  judge gets ``{"chat_template_kwargs": {"enable_thinking": false}}`` without it: ``judge.server_info``),
+* ``CLINCONSENSUS_JUDGE_SERVER``: ``auto`` (default: ask ``GET /v1/models``), ``vllm``, ``sglang`` or ``openai``,
 * ``CLINCONSENSUS_CACHE_DIR`` (see ``judge_cache``); ``CLINCONSENSUS_JUDGE_CACHE=0`` disables it,
 * ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD`` (default 0.01; 0 = never stop): the share of failed
   judgments that ends the run with an error (``scorers.clinconsensus.judge_failures``).
