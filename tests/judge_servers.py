@@ -17,7 +17,7 @@ import threading
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 from clinconsensus_tasks.judge.input_limit import request_tokens
 
@@ -96,10 +96,10 @@ class ServerFront:
         """Bodies of judge requests (the connectivity probe left out)."""
         return [b for b in self.bodies if (b.get("max_tokens") or 0) > 8]
 
-    def __enter__(self) -> "ServerFront":
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()

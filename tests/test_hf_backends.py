@@ -27,12 +27,15 @@ CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['cont
 @pytest.fixture(scope="module")
 def tiny_chat_lm(tmp_path_factory):
     torch = pytest.importorskip("torch")
+    from clinconsensus_tasks.scorers.climedbench.scenarios import (
+        SCENARIOS,
+        build_prompt,
+    )
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
     from clinconsensus_tasks.climedbench.dataset import load_scenario
     from clinconsensus_tasks.clinconsensus.dataset import load_cases
-    from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, build_prompt
 
     text = "".join(c.question for c in load_cases("sample").cases)
     text += "".join(build_prompt(SCENARIOS[code], item) for code in SCENARIOS for item in load_scenario(code, announce=False).items)

@@ -15,12 +15,24 @@ import os
 import urllib.request
 
 import pytest
-
-from clinconsensus_tasks.judge.input_limit import OFFICIAL_MAX_INPUT_TOKENS, judge_input_limit, request_tokens
-from clinconsensus_tasks.judge.server_info import ServerInfo, read_models, with_thinking_off
-from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import per_criterion_messages
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
+    ENV_FAILURE_THRESHOLD,
+)
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
+    per_criterion_messages,
+)
 from judge_servers import ServerFront
+
+from clinconsensus_tasks.judge.input_limit import (
+    OFFICIAL_MAX_INPUT_TOKENS,
+    judge_input_limit,
+    request_tokens,
+)
+from clinconsensus_tasks.judge.server_info import (
+    ServerInfo,
+    read_models,
+    with_thinking_off,
+)
 
 CASES = 2
 RELEASED = "skylenage/ClinConsensus-Judge-8B"

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from lm_eval.api.task import ConfigurableTask
@@ -81,7 +82,10 @@ def judge_identity(env: Mapping[str, str], dual: bool) -> dict[str, Any]:
     """The judge(s) of the run as the results file records them (never a key, host only)."""
     from clinconsensus_tasks.clinconsensus.provenance import judge_provenance
     from clinconsensus_tasks.judge.client import JudgeSettings
-    from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
+    from clinconsensus_tasks.judge.official_template import (
+        load_judge_prompt,
+        prompt_record,
+    )
 
     mode = judge_mode(env)
     prompt = prompt_record(load_judge_prompt(None, mode), mode)

@@ -27,13 +27,21 @@ cut is at most a little earlier than a tokenizer's. Chat-template markers are al
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from clinconsensus_tasks.judge.server_info import ServerInfo
-from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ERROR_REQUEST, JudgeCallError
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
+    ERROR_REQUEST,
+    JudgeCallError,
+)
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, batched_messages, per_criterion_messages
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
+    BATCHED,
+    batched_messages,
+    per_criterion_messages,
+)
 
 OFFICIAL_MAX_INPUT_TOKENS = 5120  # scripts/run_local_judge.py --max-input-length
 RELEASED_JUDGE = "clinconsensus-judge"  # skylenage/ClinConsensus-Judge-8B, in any provider's spelling

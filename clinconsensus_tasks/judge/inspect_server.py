@@ -18,7 +18,15 @@ from typing import Any
 from inspect_ai.model import Model
 
 from clinconsensus_tasks.clinconsensus.provenance import judge_provenance
-from clinconsensus_tasks.judge.server_info import AUTO, OPENAI, SGLANG, VLLM, ServerInfo, ask_server, with_thinking_off
+from clinconsensus_tasks.judge.server_info import (
+    AUTO,
+    OPENAI,
+    SGLANG,
+    VLLM,
+    ServerInfo,
+    ask_server,
+    with_thinking_off,
+)
 
 _PROVIDER_KINDS = {"VLLMAPI": VLLM, "SGLangAPI": SGLANG}
 

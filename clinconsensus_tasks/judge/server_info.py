@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from clinconsensus_tasks.errors import ConfigurationError
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.clinconsensus.lmeval_judge import metadata_settings
+from clinconsensus_tasks.errors import ConfigurationError
 
 pytestmark = pytest.mark.slow
 
