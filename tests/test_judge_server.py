@@ -149,3 +149,38 @@ def test_released_judge_gets_long_answers_cut_to_its_limit(fake_server, tmp_path
     assert sorted(json.dumps(b["messages"]) for b in inspect_bodies) == sorted(json.dumps(b["messages"]) for b in lmeval_bodies)
     assert {k: inspect_metrics[k] for k in ("cacs@10", "rubric_accuracy", "judge_failures")} == \
         {k: lmeval_metrics[k] for k in ("cacs@10", "rubric_accuracy", "judge_failures")}
+
+
+@pytest.mark.slow
+def test_dual_judge_recipe_as_pasted(fake_server, tmp_path, monkeypatch):
+    # docs/backends.md's dual-judge recipe with no extra flag: the reference judge on a hosted API
+    # (OpenAI-like: 400 to an unknown field), the local judge on vLLM. Only the local one is sent
+    # the switch; no request is refused; both frameworks agree.
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+
+    with ServerFront(fake_server.base_url, "openai") as hosted, ServerFront(fake_server.base_url, "vllm", 5632) as local:
+        for svc, front in (("HOSTED", hosted), ("LOCAL", local)):
+            monkeypatch.setenv(f"{svc}_BASE_URL", front.base_url)
+            monkeypatch.setenv(f"{svc}_API_KEY", "test-key")
+        log = inspect_eval(clinconsensus(data="sample"), model="openai-api/cand/cand-model", limit=CASES, display="none",
+                           model_roles={"grader": "openai-api/hosted/judge-model", "local_grader": "openai-api/local/judge-alt"},
+                           log_dir=str(tmp_path / "logs"))[0]
+        assert log.status == "success", log.error
+        inspect_metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
+        sent_inspect = (len(hosted.judge_bodies()), len(local.judge_bodies()))
+        monkeypatch.setenv("CLINCONSENSUS_JUDGE_BASE_URL", hosted.base_url)
+        monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODEL", "judge-model")
+        monkeypatch.setenv("CLINCONSENSUS_LOCAL_JUDGE_BASE_URL", local.base_url)
+        monkeypatch.setenv("CLINCONSENSUS_LOCAL_JUDGE_MODEL", "judge-alt")
+        out = simple_evaluate(tasks=["clinconsensus_dual"], model="local-chat-completions", apply_chat_template=True, limit=CASES,
+                              bootstrap_iters=0, model_args={"model": "cand-model", "base_url": f"{fake_server.base_url}/chat/completions"})
+        lmeval_metrics = {k.split(",")[0]: v for k, v in out["results"]["clinconsensus_dual"].items() if k.endswith(",judge")}
+    assert hosted.refused == local.refused == []
+    assert sent_inspect == (30 * CASES, 30 * CASES)
+    assert all("chat_template_kwargs" not in b for b in hosted.bodies)
+    assert [b["chat_template_kwargs"] for b in local.judge_bodies()] == [{"enable_thinking": False}] * (2 * 30 * CASES)
+    for name in ("cacs@10", "local/cacs@10", "agreement/percent", "judge_failures", "local/judge_failures"):
+        assert inspect_metrics[name] == lmeval_metrics[name], name
