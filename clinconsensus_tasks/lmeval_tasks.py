@@ -56,5 +56,5 @@ def simple_evaluate(tasks: list[str] | None = None, **kwargs: Any) -> dict:
     """``lm_eval.simple_evaluate`` with :func:`task_manager`; ``tasks`` defaults to ``["clinconsensus"]``."""
     import lm_eval
 
-    kwargs.setdefault("task_manager", task_manager())
+    kwargs.setdefault("task_manager", task_manager(metadata=kwargs.get("metadata")))  # as lm_eval --metadata does
     return lm_eval.simple_evaluate(tasks=tasks or ["clinconsensus"], **kwargs)

@@ -20,6 +20,7 @@ from inspect_ai.solver import TaskState, generate
 
 from clinconsensus_tasks.climedbench.dataset import load_scenario
 from clinconsensus_tasks.climedbench.logs import score_fields
+from clinconsensus_tasks.generation import CLIMEDBENCH
 from clinconsensus_tasks.scorers.climedbench.item_result import item_key, score_item
 from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_scores
 from clinconsensus_tasks.scorers.climedbench.metric_table import TASK_VERSION
@@ -109,7 +110,8 @@ def climedbench_task(codes: Sequence[str], data_dir: str | None, similarity_mode
         dataset=MemoryDataset(samples, name=name if settings.variant == CLEAN else f"{name}_{settings.variant}"),
         solver=generate(),
         scorer=climedbench_scorer(similarity_model),
-        metadata={"data_sources": sources, "synthetic_sample": sample_data, "variant": settings.__dict__ | {"kinds": list(settings.kinds)},
+        config=CLIMEDBENCH.inspect_config(),
+        metadata={"generation": CLIMEDBENCH.record(), "data_sources": sources, "synthetic_sample": sample_data, "variant": settings.__dict__ | {"kinds": list(settings.kinds)},
                   "left_out": left_out, "not_applicable": not_applicable},
         version=TASK_VERSION,
     )

@@ -20,7 +20,6 @@ from inspect_ai.model import (
     ChatMessageSystem,
     ChatMessageUser,
     ContentReasoning,
-    GenerateConfig,
     Model,
     ResponseSchema,
     ModelOutput,
@@ -32,11 +31,15 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import JSONSchema
 
+from clinconsensus_tasks import generation
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases
 from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
 from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
+from clinconsensus_tasks.judge.input_limit import judge_input_limit, limited
+from clinconsensus_tasks.judge.inspect_server import judge_extra_body, judges_provenance, server_of
+from clinconsensus_tasks.judge.server_info import ServerInfo
 from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
 from clinconsensus_tasks.judge.inspect_calls import (
     RESUME_HINT,
@@ -57,7 +60,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPT
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES, VERDICT_SCHEMA_DESCRIPTION, VERDICT_SCHEMA_NAME, verdict_schema
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
 from clinconsensus_tasks.scorers.usage import TokenUsage, total
-from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
+from clinconsensus_tasks.clinconsensus.provenance import data_provenance
 
 
 def inspect_usage(usage: Any) -> TokenUsage:
@@ -253,11 +256,12 @@ def rubric_scorer(
     threshold = failure_threshold(judge_failure_threshold)
     breaker, tally = CircuitBreaker(resume_hint=RESUME_HINT), FailureTally()
 
-    def completer(model: Model, spent: list[TokenUsage]):
+    def completer(model: Model, spent: list[TokenUsage], server: ServerInfo):
         single_client_attempt(model)
+        extra_body = judge_extra_body(model, server) or None  # thinking off where the server takes it
 
         async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
-            config = judge_call_config(model, **decoding)
+            config = judge_call_config(model, **decoding, extra_body=extra_body)
             output = await model.generate(to_chat(messages), config=config, cache=judge_cache and not fresh)
             spent.append(inspect_usage(output.usage))
             return judge_text(output)
@@ -277,7 +281,10 @@ def rubric_scorer(
 
         async def grade(model: Model) -> GradedCase:
             spent: list[TokenUsage] = []
-            graded = await grade_case(str(state.sample_id), state.input_text, answer, rubrics, completer(model, spent), str(model),
+            server = await server_of(model)  # judge/input_limit.py: the judge's input limit, known before sending
+            limit = judge_input_limit(str(model), server, decoding["max_tokens"])
+            sent = limit.fit_answer(answer, state.input_text, rubrics, judge_mode, template)
+            graded = await grade_case(str(state.sample_id), state.input_text, sent, rubrics, limited(completer(model, spent, server), limit), str(model),
                                       judge_mode, max_attempts, slices, state.epoch, template, prompt_info, breaker)
             return replace(graded, judge_usage=total(spent).to_dict())
 
@@ -300,7 +307,7 @@ def rubric_scorer(
             value={"met": record.met, "judged": record.judged, "failures": record.failures, "empty": int(record.answer_empty)},
             answer=answer,
             explanation=note,
-            metadata={**record.to_dict(), "provenance": judge_provenance(str(grader), grader.api.base_url, judge_mode, prompt_info)},
+            metadata={**record.to_dict(), **judges_provenance(grader, local, judge_mode, prompt_info)},
         )
 
     return score
@@ -372,7 +379,7 @@ def clinconsensus(
                              judge_max_tokens, judge_prompt, judge_sees_thinking, judge_failure_threshold, len(loaded.cases) * n_criteria,
                              judge_structured_output=judge_structured_output),
         metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns, judge_failure_threshold)],
-        config=GenerateConfig(max_tokens=answer_max_tokens),
-        metadata={**data_provenance(loaded), "judge_mode": judge_mode, **prompt_record(load_judge_prompt(judge_prompt, judge_mode), judge_mode)},
+        config=generation.CLINCONSENSUS.inspect_config(max_tokens=answer_max_tokens),
+        metadata={**data_provenance(loaded), "judge_mode": judge_mode, "generation": generation.CLINCONSENSUS.record(), **prompt_record(load_judge_prompt(judge_prompt, judge_mode), judge_mode)},
         version=TASK_VERSION,
     )

@@ -32,6 +32,7 @@ from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
 from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_policy, judge_documents, probe_judge
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
+from clinconsensus_tasks.clinconsensus.lmeval_judge import DOC_FIELD, ClinConsensusTask, doc_field, docs_env, judge_env, judge_mode, metadata_settings  # noqa: F401 (the YAMLs' class)
 from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
 from clinconsensus_tasks.judge.cache import check_cache_file
 from clinconsensus_tasks.lmeval_tasks import quiet_custom_dataset_hint
@@ -69,7 +70,7 @@ LOCAL_JUDGE_PREFIX = "CLINCONSENSUS_LOCAL_JUDGE_"
 def load_dataset_dual(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
     """``clinconsensus_dual``: as :func:`load_dataset`, and the second (local) judge must be set too.
     Its check comes after the data's, so invalid data is refused before any request."""
-    local = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX)
+    local = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX, env=judge_env(metadata_settings(kwargs)))
     dataset = load_dataset(thresholds, **kwargs)
     if os.environ.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
         check_judge(local)
@@ -86,8 +87,9 @@ def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
     """
     import datasets
 
-    judge = JudgeSettings.from_env()
-    template = load_judge_prompt(None, settings.judge_mode_from_env())  # $CLINCONSENSUS_JUDGE_PROMPT: fetched and checked now
+    given = metadata_settings(kwargs)  # lmeval_judge.py: judge settings from --metadata, the environment as fallback
+    judge = JudgeSettings.from_env(env=judge_env(given))
+    template = load_judge_prompt(None, judge_mode(judge_env(given)))  # $CLINCONSENSUS_JUDGE_PROMPT: fetched and checked now
     n = settings.n_criteria_from_env()
     extra = extra_thresholds(thresholds, n)
     loaded = load_cases(os.environ.get(ENV_DATA, "hub"), n)
@@ -100,7 +102,7 @@ def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
     print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}; judge prompt: "
           f"{template.name + ' sha256 ' + template.sha256 if template else 'project'}", file=sys.stderr)
     provenance = data_provenance(loaded)
-    rows = [{**case.to_record(), "extra_thresholds": extra, "data_provenance": provenance} for case in loaded.cases]
+    rows = [{**case.to_record(), "extra_thresholds": extra, "data_provenance": provenance, DOC_FIELD: doc_field(given)} for case in loaded.cases]
     return {"test": datasets.Dataset.from_list(rows)}
 
 
@@ -137,9 +139,10 @@ def _noted(record: GradedCase, seen: VisibleAnswer) -> GradedCase:
 def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[str]:
     """``custom`` filter of ``clinconsensus_dual``: grade every answer with both judges at once.
     Each document's record holds both judges' verdicts (``local_*`` for the second)."""
-    reference_settings = JudgeSettings.from_env()
-    local_settings = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX)
-    mode = settings.judge_mode_from_env()
+    env = docs_env(docs)
+    reference_settings = JudgeSettings.from_env(env=env)
+    local_settings = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX, env=env)
+    mode = judge_mode(env)
     template = load_judge_prompt(None, mode)
     seen = seen_answers(resps)
     answers = [v.text for v in seen]
@@ -167,8 +170,9 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
     Each document's first response is graded (the task runs one response per document; with
     ``repeats`` raised, the others are reported and left ungraded).
     """
-    judge = JudgeSettings.from_env()
-    mode = settings.judge_mode_from_env()
+    env = docs_env(docs)
+    judge = JudgeSettings.from_env(env=env)
+    mode = judge_mode(env)
     seen = seen_answers(resps)
     answers = [v.text for v in seen]
     extra = sum(max(0, len(r) - 1) for r in resps if isinstance(r, (list, tuple)))

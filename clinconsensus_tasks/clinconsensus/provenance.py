@@ -29,10 +29,19 @@ def endpoint_host(base_url: str | None) -> str:
     return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
 
 
+def judge_display(model: str, endpoint: str) -> str:
+    """The one name of a judge in both frameworks' records and reports: the model name as its
+    server knows it, then the host it was reached at (``demo-judge @ http://127.0.0.1:8000``);
+    the model name alone for an in-process judge (Inspect's ``hf/``)."""
+    return f"{model} @ {endpoint}" if endpoint else model
+
+
 def judge_provenance(model: str, base_url: str | None, mode: str, prompt: dict[str, str]) -> dict[str, str]:
-    """Which judge graded, where (host only, never a key), in which mode, with which prompt
-    (``prompt``: ``judge.official_template.prompt_record``: name, sha256, source)."""
-    return {"judge_model": model, "judge_endpoint": endpoint_host(base_url), "judge_mode": mode, **prompt}
+    """Which judge graded (``model``: the name its server knows, without Inspect's provider
+    prefix), where (host only, never a key), in which mode, with which prompt (``prompt``:
+    ``judge.official_template.prompt_record``: name, sha256, source)."""
+    host = endpoint_host(base_url)
+    return {"judge_model": model, "judge_endpoint": host, "judge": judge_display(model, host), "judge_mode": mode, **prompt}
 
 
 def data_provenance(loaded: Any) -> dict[str, str]:

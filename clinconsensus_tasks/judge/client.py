@@ -4,7 +4,9 @@ Inspect runs use Inspect's own model roles instead (see ``clinconsensus.inspect_
 any endpoint that speaks the OpenAI chat-completions API: a hosted API, or a vLLM server running
 ``skylenage/ClinConsensus-Judge-8B``. The ``openai`` SDK does the transport work, including retries
 with exponential backoff on 429, 5xx, connection errors and timeouts; this module adds the
-concurrency bound, greedy decoding, the on-disk cache and call accounting.
+concurrency bound, greedy decoding, the on-disk cache and call accounting; ``judge_documents`` adds
+what the judge's server takes (``judge.server_info``) and its input limit (``judge.input_limit``).
+lm-eval's ``--metadata`` can stand in for the variables below (``clinconsensus.lmeval_judge``).
 
 Settings (environment variables):
 
@@ -15,8 +17,9 @@ Settings (environment variables):
 * ``CLINCONSENSUS_JUDGE_CONCURRENCY`` (default 32), ``CLINCONSENSUS_JUDGE_MAX_RETRIES`` (default 6),
   ``CLINCONSENSUS_JUDGE_TIMEOUT`` seconds (default 120), ``CLINCONSENSUS_JUDGE_MAX_TOKENS``
   (default 512 per criterion; batched mode allows 96 per criterion),
-* ``CLINCONSENSUS_JUDGE_EXTRA_BODY``: a JSON object merged into every request, e.g.
-  ``{"chat_template_kwargs": {"enable_thinking": false}}`` for a Qwen3-based judge on vLLM,
+* ``CLINCONSENSUS_JUDGE_EXTRA_BODY``: a JSON object merged into every request (a vLLM or SGLang
+  judge gets ``{"chat_template_kwargs": {"enable_thinking": false}}`` without it: ``judge.server_info``),
+* ``CLINCONSENSUS_JUDGE_SERVER``: ``auto`` (default: ask ``GET /v1/models``), ``vllm``, ``sglang`` or ``openai``,
 * ``CLINCONSENSUS_JUDGE_STRUCTURED_OUTPUT=1``: send ``response_format`` with the verdict's JSON
   schema (off by default: the released judge was trained on the fenced format, and an API without
   structured output answers 400),
@@ -38,8 +41,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
+from clinconsensus_tasks.judge.input_limit import judge_input_limit, limited
 from clinconsensus_tasks.judge.official_template import prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import openai_response_format
+from clinconsensus_tasks.judge.server_info import AUTO, ask_server, check_kind, with_thinking_off
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     DEFAULT_FAILURE_THRESHOLD,
     ENV_FAILURE_THRESHOLD,
@@ -70,6 +75,7 @@ class JudgeSettings:
     failure_threshold: float = DEFAULT_FAILURE_THRESHOLD
     batch: bool = False  # first attempts through the provider's batch API (judge.batch_api)
     structured_output: bool = False  # send response_format with the verdict's JSON schema
+    server: str = AUTO  # judge/server_info.py: vllm, sglang, openai, or auto (ask GET /v1/models)
 
     def __post_init__(self) -> None:
         hold_secret(self.api_key)  # redacted from every message we raise or store (scorers.redact)
@@ -126,6 +132,7 @@ class JudgeSettings:
             failure_threshold=failure_threshold,
             batch=env.get(f"{prefix}BATCH", "0").lower() in ("1", "true", "yes"),
             structured_output=env.get(f"{prefix}STRUCTURED_OUTPUT", "0").strip().lower() in ("1", "true", "yes"),
+            server=check_kind(env.get(f"{prefix}SERVER"), f"{prefix}SERVER"),
         )
 
 
@@ -249,6 +256,9 @@ async def judge_documents(
 
     from clinconsensus_tasks.judge.batch_api import prefill_by_batch
 
+    # judge/server_info.py, judge/input_limit.py: thinking off where the server takes the switch; the input limit
+    server = await asyncio.to_thread(ask_server, settings.base_url, settings.api_key, settings.model, settings.server)
+    settings = replace(settings, extra_body=with_thinking_off(server, settings.extra_body))
     if settings.structured_output:  # the verdict rule reads these replies like any other
         settings = replace(settings, extra_body={**settings.extra_body, "response_format": openai_response_format(mode)})
     batch = await prefill_by_batch(answers, docs, settings, mode, template) if settings.batch else {}
@@ -262,11 +272,13 @@ async def judge_documents(
             rubrics = [(r["criterion_id"], r["criterion"]) for r in doc["rubrics"]]
             max_tokens = judge_max_tokens(mode, len(rubrics), settings.max_tokens)
             spent: list[TokenUsage] = []
+            limit = judge_input_limit(settings.model, server, max_tokens)
+            sent = limit.fit_answer(answer, doc["question"], rubrics, mode, template)
 
             async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
                 return await client.complete(messages, fresh, max_tokens=max_tokens, usage=spent, before_send=breaker.check)
 
-            record = await grade_case(str(doc["case_id"]), doc["question"], answer, rubrics, complete, settings.model,
+            record = await grade_case(str(doc["case_id"]), doc["question"], sent, rubrics, limited(complete, limit), settings.model,
                                       mode, max_attempts, slices_of(doc), template=template, judge_prompt=prompt_info, breaker=breaker)
             progress.update(1)
             return replace(record, judge_usage=total(spent).to_dict())  # tokens of the calls sent (cache hits: none)

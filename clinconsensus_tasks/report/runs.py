@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from clinconsensus_tasks.climedbench.logs import read_item_log
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
+from clinconsensus_tasks.clinconsensus.provenance import judge_display
 from clinconsensus_tasks.log_files import (
     CLIMEDBENCH, CLINCONSENSUS, find_logs, is_inspect_log, is_lmeval_results, is_lmeval_samples, lmeval_run_key, lmeval_task,
 )
@@ -169,7 +170,7 @@ def _lmeval_meta(path: Path, tasks: Sequence[str] | None = None) -> dict[str, An
         return meta  # CliMedBench records: no judge
     if isinstance(record, dict):
         judges = [p for p in (record.get("provenance"), record.get("local_provenance")) if p]
-        meta["judges"] = [f"{p['judge_model']} @ {p['judge_endpoint']}" for p in judges]
+        meta["judges"] = [judge_display(p["judge_model"], p["judge_endpoint"]) for p in judges]
         if judges:
             meta.update(judge_mode=judges[0]["judge_mode"], judge_prompt_sha256=judges[0]["judge_prompt_sha256"])
     return meta
@@ -192,6 +193,20 @@ def _climedbench_results(path: Path) -> list[ItemResult]:
     return log.results
 
 
+def _inspect_judges(path: Path) -> list[str]:
+    """The judges of an Inspect ClinConsensus log as its first scored sample records them, named
+    as lm-eval's records name them (``provenance.judge_display``)."""
+    from inspect_ai.log import read_eval_log_samples
+
+    for sample in read_eval_log_samples(str(path), all_samples_required=False):
+        for score in (sample.scores or {}).values():
+            meta = score.metadata or {}
+            found = [p for p in (meta.get("provenance"), meta.get("local_provenance")) if p]
+            if found:
+                return [judge_display(p["judge_model"], p["judge_endpoint"]) for p in found]
+    return []
+
+
 def _read_inspect(path: Path, runs: Runs) -> None:
     from inspect_ai.log import read_eval_log
 
@@ -207,6 +222,7 @@ def _read_inspect(path: Path, runs: Runs) -> None:
     name = model_display_name(log.eval.model)
     if task.startswith(CLINCONSENSUS):
         n = int((log.eval.task_args or {}).get("n_criteria") or DEFAULT_N_CRITERIA)
+        meta["judges"] = _inspect_judges(path) or meta["judges"]
         runs.clin.append(ClinRun(name, str(path), read_case_records(path), n, meta))
     elif task.startswith(CLIMEDBENCH):
         results = _climedbench_results(path)

@@ -176,10 +176,12 @@ BREAKDOWN_DIMENSIONS: tuple[str, ...] = ("difficulty", "subject", "task", "audie
 
 def slices_of(meta: dict[str, Any]) -> dict[str, tuple[str, ...]]:
     """Breakdown labels of a case from its metadata (a case, an Inspect sample or an lm-eval doc):
-    difficulty, subject labels, task labels (falling back to subject / task) and audience."""
+    difficulty, subject labels, task labels (falling back to task) and audience. A case without
+    subject labels is in no subject slice, as in the official ``eval_cacs.py`` (which slices by
+    ``subject_labels`` alone); the task and audience slices are this project's own."""
     return {
         "difficulty": (str(meta.get("difficulty", "")),),
-        "subject": tuple(meta.get("subject_labels") or [meta.get("subject", "")]),
+        "subject": tuple(meta.get("subject_labels") or ()),
         "task": tuple(meta.get("task_labels") or [meta.get("task", "")]),
         "audience": (str(meta.get("audience", "")),),
     }

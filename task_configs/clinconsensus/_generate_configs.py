@@ -33,17 +33,14 @@ SINGLE = """\
 # Other thresholds: --metadata '{{"thresholds": [5, 8]}}'. Breakdowns by subject, task label and
 # difficulty: `clinconsensus-eval summarize <samples file>`.
 task: clinconsensus
+class: !function {glue}.ClinConsensusTask
 custom_dataset: !function {glue}.load_dataset
 test_split: test
 output_type: generate_until
 doc_to_text: "{{{{question}}}}"
 doc_to_target: ""
-generation_kwargs:
-  until: []
-  max_gen_toks: {max_gen_toks}  # = scorers.clinconsensus.answers.ANSWER_MAX_TOKENS, as Inspect's answer_max_tokens
-  do_sample: false
-  temperature: 0.0
-repeats: 1
+# generation_kwargs: clinconsensus_tasks.generation.CLINCONSENSUS, the setting Inspect's task sends too
+{generation}repeats: 1
 num_fewshot: 0
 filter_list:
   - name: judge
@@ -87,13 +84,13 @@ def metric_block(dual: bool) -> str:
 
 def render() -> dict[str, str]:
     """File name -> content of every generated YAML."""
-    from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS
     from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
+    from clinconsensus_tasks.generation import CLINCONSENSUS
 
     head = HEADER.format(glue=GLUE)
     foot = FOOTER.format(version=TASK_VERSION)
     return {
-        "clinconsensus.yaml": head + SINGLE.format(glue=GLUE, max_gen_toks=ANSWER_MAX_TOKENS) + metric_block(False) + foot,
+        "clinconsensus.yaml": head + SINGLE.format(glue=GLUE, generation=CLINCONSENSUS.lmeval_yaml()) + metric_block(False) + foot,
         "clinconsensus_dual.yaml": head + DUAL.format(glue=GLUE) + metric_block(True) + foot,
     }
 

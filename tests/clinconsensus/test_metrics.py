@@ -76,3 +76,11 @@ def test_breakdowns_count_multi_label_cases_in_each_label():
     assert flat["cacs@10(subject=内科)"] == pytest.approx(11 / 21)
     assert flat["rubric_accuracy(difficulty=low)"] == pytest.approx(40 / 60)
     assert not any(key.startswith("cases") for key in flat)
+
+
+def test_a_case_without_subject_labels_is_in_no_subject_slice_as_in_the_official_script():
+    # eval_cacs.py slices by subject_labels alone: no `subject` fallback (a slice it does not have).
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
+
+    assert slices_of({"subject": "儿科", "subject_labels": [], "task": "诊断", "task_labels": []})["subject"] == ()
+    assert slices_of({"subject": "儿科", "subject_labels": ["儿科", "内科"]})["subject"] == ("儿科", "内科")

@@ -70,7 +70,7 @@ def runs(server, tmp_path_factory):
     out = root / "out" / "report.html"
     info = build_report([log.location for log, _ in logs.values()], out, resamples=1000, seed=0)
     return {"logs": logs, "info": info, "html": out.read_text(encoding="utf-8"),
-            "md": (root / "out" / "report.md").read_text(encoding="utf-8"), "dir": root}
+            "md": (root / "out" / "report.md").read_text(encoding="utf-8"), "dir": root, "host": server.base_url.rsplit("/v1", 1)[0]}
 
 
 def markdown_table(md: str, title: str) -> dict[str, dict[str, str]]:
@@ -140,7 +140,8 @@ def test_breakdowns_and_agreement_equal_logged_metrics(runs):
     assert row["macro F1"] == f"{metrics['agreement/macro_f1']:.4f}"
     assert row["CACS@10 diff"] == f"{metrics['agreement/cacs@10_diff']:.4f}"
     assert row["local CACS@10"] == f"{metrics['local/cacs@10']:.4f}"
-    assert row["judges (reference vs local)"] == "openai-api/judge/judge-model vs openai-api/judge/judge-alt"
+    host = runs["host"]  # one name per judge, as lm-eval's records name it (provenance.judge_display)
+    assert row["judges (reference vs local)"] == f"judge-model @ {host} vs judge-alt @ {host}"
 
 
 def test_climedbench_tables_equal_logged_metrics(runs):
@@ -168,7 +169,7 @@ def test_metadata(runs):
     dual = table["dual-model"]
     assert dual["model as logged"] == "openai-api/cand/dual-model"
     log = runs["logs"]["openai-api/cand/dual-model"][0]
-    assert dual["judges"] == "openai-api/judge/judge-model, openai-api/judge/judge-alt"
+    assert dual["judges"] == f"judge-model @ {runs['host']}, judge-alt @ {runs['host']}"
     assert dual["judge mode"] == "per_criterion"
     assert dual["data sha256"] == log.eval.metadata["data_sha256"]
     built = markdown_table(runs["md"], "Report built with")

@@ -1,0 +1,112 @@
+"""Which judge an lm-eval run uses, and how its results file says so.
+
+Why: lm-eval's convention for task settings is ``--metadata '{...}'``; whatever is given there is
+written into the results file's ``configs``, so a results file names its judge by itself. The
+environment variables stay as the fallback (and the only place for the API key, which must never
+reach a results file).
+
+* :func:`judge_env`: the settings the run uses: ``--metadata`` keys (:data:`METADATA_KEYS`) over
+  the environment. ``load_dataset`` receives the metadata and copies the given keys into every
+  document (``judge_settings``), which is how the judge filter, which lm-eval calls with the
+  documents only, sees the same settings.
+* :class:`ClinConsensusTask`: the task class of the YAMLs; once the data is loaded it writes
+  :func:`judge_identity` (judge model, host, mode, prompt sha256; both judges in a dual run) into
+  the task config's ``metadata.judge``, which lm-eval writes into the results file's ``configs``
+  whichever way the settings came in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from lm_eval.api.task import ConfigurableTask
+
+from clinconsensus_tasks.errors import ConfigurationError
+
+ENV_JUDGE_MODE = "CLINCONSENSUS_JUDGE_MODE"
+METADATA_KEYS = {  # --metadata key -> the environment variable it stands for
+    "judge_base_url": "CLINCONSENSUS_JUDGE_BASE_URL",
+    "judge_model": "CLINCONSENSUS_JUDGE_MODEL",
+    "judge_server": "CLINCONSENSUS_JUDGE_SERVER",
+    "judge_mode": ENV_JUDGE_MODE,
+    "local_judge_base_url": "CLINCONSENSUS_LOCAL_JUDGE_BASE_URL",
+    "local_judge_model": "CLINCONSENSUS_LOCAL_JUDGE_MODEL",
+    "local_judge_server": "CLINCONSENSUS_LOCAL_JUDGE_SERVER",
+}
+SECRET_KEYS = ("judge_api_key", "local_judge_api_key")
+DOC_FIELD = "judge_settings"
+
+
+def metadata_settings(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """The environment variables ``--metadata`` sets (empty values left out); an API key there is
+    refused, since lm-eval would write it into the results file."""
+    secret = [k for k in SECRET_KEYS if metadata.get(k)]
+    if secret:
+        raise ConfigurationError(f"--metadata {', '.join(secret)}: an API key given there is written into lm-eval's "
+                                 "results file; set CLINCONSENSUS_JUDGE_API_KEY (or _LOCAL_) in the environment instead")
+    given = {env: str(metadata[key]) for key, env in METADATA_KEYS.items() if metadata.get(key) not in (None, "")}
+    for key in ("judge_base_url", "local_judge_base_url"):
+        parts = urlsplit(str(metadata.get(key) or ""))
+        if parts.username or parts.password or parts.query:
+            raise ConfigurationError(f"--metadata {key}: user-info or a query in the URL would be written into lm-eval's "
+                                     "results file; give the endpoint without credentials and the key in the environment")
+    return given
+
+
+def judge_env(given: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment with ``given`` (:func:`metadata_settings`) over it."""
+    return {**os.environ, **dict(given or {})}
+
+
+def doc_field(given: Mapping[str, str]) -> str:
+    """The documents' copy of :func:`metadata_settings` (JSON text: an Arrow column holds it)."""
+    return json.dumps(dict(given), sort_keys=True)
+
+
+def docs_env(docs: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """:func:`judge_env` with what ``load_dataset`` copied from ``--metadata`` into the documents."""
+    return judge_env(json.loads(docs[0].get(DOC_FIELD) or "{}") if docs else {})
+
+
+def judge_mode(env: Mapping[str, str]) -> str:
+    from clinconsensus_tasks.clinconsensus import settings
+
+    return settings.judge_mode(env.get(ENV_JUDGE_MODE), ENV_JUDGE_MODE)
+
+
+def judge_identity(env: Mapping[str, str], dual: bool) -> dict[str, Any]:
+    """The judge(s) of the run as the results file records them (never a key, host only)."""
+    from clinconsensus_tasks.clinconsensus.provenance import judge_provenance
+    from clinconsensus_tasks.judge.client import JudgeSettings
+    from clinconsensus_tasks.judge.official_template import (
+        load_judge_prompt,
+        prompt_record,
+    )
+
+    mode = judge_mode(env)
+    prompt = prompt_record(load_judge_prompt(None, mode), mode)
+    reference = JudgeSettings.from_env(env=env)
+    out: dict[str, Any] = judge_provenance(reference.model, reference.base_url, mode, prompt)
+    if dual:
+        local = JudgeSettings.from_env(prefix="CLINCONSENSUS_LOCAL_JUDGE_", env=env)
+        out["local"] = judge_provenance(local.model, local.base_url, mode, prompt)
+    return out
+
+
+class ClinConsensusTask(ConfigurableTask):
+    """lm-eval's configurable task, plus the judge's identity in ``metadata.judge`` (results file)."""
+
+    def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
+        # lm-eval hands a YAML ``class:`` task its whole config, the ``class`` key included,
+        # which lm-eval's own TaskConfig does not take.
+        super().__init__(config={k: v for k, v in (config or {}).items() if k != "class"}, **kwargs)
+
+    def download(self, *args: Any, **kwargs: Any) -> None:
+        super().download(*args, **kwargs)
+        metadata = dict(self.config.metadata or {})
+        metadata["judge"] = judge_identity(judge_env(metadata_settings(metadata)), dual=str(self.config.task).endswith("_dual"))
+        self.config.metadata = metadata

@@ -1,0 +1,64 @@
+"""The Inspect side of ``judge.server_info`` and ``judge.input_limit``: what a bound judge model's
+provider and server take, found once per judge model and run.
+
+* ``vllm/`` and ``sglang/`` providers are those servers: thinking is switched off through
+  ``extra_body`` (``chat_template_kwargs``), and the context length is read from the server.
+* ``hf/`` runs the model in process: its chat template gets ``enable_thinking=False`` unless the
+  user passed ``-M enable_thinking=...`` (the provider reads the attribute at every call).
+* any other provider with a base URL (``openai-api/...``, ``openai/`` pointed at a local server)
+  is asked ``GET /v1/models`` (``judge.server_info.ask_server``): a vLLM or SGLang server gets the
+  switch, anything else (a hosted API) is sent nothing it might reject.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from inspect_ai.model import Model
+
+from clinconsensus_tasks.clinconsensus.provenance import judge_provenance
+from clinconsensus_tasks.judge.server_info import (
+    AUTO,
+    OPENAI,
+    SGLANG,
+    VLLM,
+    ServerInfo,
+    ask_server,
+    with_thinking_off,
+)
+
+_PROVIDER_KINDS = {"VLLMAPI": VLLM, "SGLangAPI": SGLANG}
+
+
+def _served_name(model: Model) -> str:
+    api = model.api
+    served = getattr(api, "service_model_name", None)
+    return served() if callable(served) else api.model_name
+
+
+async def server_of(model: Model) -> ServerInfo:
+    """The judge's :class:`ServerInfo` (``openai`` kind for in-process and hosted providers)."""
+    api = model.api
+    if type(api).__name__ == "HuggingFaceAPI":
+        if getattr(api, "enable_thinking", None) is None:
+            api.enable_thinking = False
+        return ServerInfo(OPENAI)
+    declared = _PROVIDER_KINDS.get(type(api).__name__, AUTO)
+    if not api.base_url:
+        return ServerInfo(OPENAI if declared == AUTO else declared)
+    return await asyncio.to_thread(ask_server, api.base_url, str(api.api_key or ""), _served_name(model), declared)
+
+
+def judge_extra_body(model: Model, server: ServerInfo) -> dict[str, Any]:
+    """The ``extra_body`` of a judge call: the role's own config's, plus thinking off where taken."""
+    return with_thinking_off(server, getattr(model.config, "extra_body", None) or {})
+
+
+def judges_provenance(grader: Model, local: Model | None, mode: str, prompt: dict[str, str]) -> dict[str, Any]:
+    """``provenance`` (and ``local_provenance`` for a second judge) as lm-eval's records hold
+    them: the model named as its server knows it, not by Inspect's ``provider/[service/]`` spelling."""
+    out = {"provenance": judge_provenance(_served_name(grader), grader.api.base_url, mode, prompt)}
+    if local is not None:
+        out["local_provenance"] = judge_provenance(_served_name(local), local.api.base_url, mode, prompt)
+    return out

@@ -1,0 +1,105 @@
+"""Two judge servers as the frameworks meet them, in front of the stand-in (``fake_server``).
+
+``ServerFront`` forwards every POST to the stand-in over real HTTP and records the request bodies.
+Its ``GET /v1/models`` answers in one of two real shapes:
+
+* ``vllm``: as vLLM answers (``owned_by: "vllm"``, ``max_model_len``), and, as vLLM does, it
+  refuses (400) a request whose estimated prompt does not fit ``max_model_len`` with its
+  ``max_tokens``;
+* ``openai``: as OpenAI's API answers (``owned_by: "openai"``, no length), and, as that API does,
+  it refuses (400) a request carrying a field the API does not know (``chat_template_kwargs``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+from clinconsensus_tasks.judge.input_limit import request_tokens
+
+OPENAI_FIELDS = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "seed", "stop", "n",
+                 "top_p", "stream", "stream_options", "logprobs", "top_logprobs", "frequency_penalty", "presence_penalty",
+                 "response_format", "tools", "tool_choice", "parallel_tool_calls", "user", "metadata", "store"}
+
+
+class ServerFront:
+    def __init__(self, upstream: str, kind: str, max_model_len: int | None = None):
+        self.upstream, self.kind, self.max_model_len = upstream.rstrip("/"), kind, max_model_len
+        self.bodies: list[dict[str, Any]] = []
+        self.refused: list[str] = []
+        front = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def reply(self, status: int, data: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    self.reply(200, json.dumps(front.models()).encode())
+                else:
+                    self.reply(404, b"{}")
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                body = json.loads(raw or b"{}")
+                problem = front.problem(body)
+                if problem:
+                    front.refused.append(problem)
+                    self.reply(400, json.dumps({"error": {"message": problem, "type": "invalid_request_error"}}).encode())
+                    return
+                front.bodies.append(body)
+                request = urllib.request.Request(front.upstream + self.path.replace("/v1", "", 1), data=raw,
+                                                 headers={"Content-Type": "application/json", "Authorization": "Bearer test-key"})
+                try:
+                    with urllib.request.urlopen(request, timeout=60) as answer:
+                        self.reply(answer.status, answer.read())
+                except urllib.error.HTTPError as exc:
+                    self.reply(exc.code, exc.read())
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def models(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"id": "any", "object": "model", "owned_by": self.kind}
+        if self.kind == "vllm" and self.max_model_len:
+            entry["max_model_len"] = self.max_model_len
+        return {"object": "list", "data": [entry]}
+
+    def problem(self, body: dict[str, Any]) -> str:
+        if self.kind == "openai":
+            unknown = sorted(set(body) - OPENAI_FIELDS)
+            return f"Unrecognized request argument supplied: {', '.join(unknown)}" if unknown else ""
+        if self.max_model_len and "messages" in body:
+            size = request_tokens(body["messages"]) + int(body.get("max_tokens") or 0)
+            if size > self.max_model_len:
+                return f"This model's maximum context length is {self.max_model_len} tokens. However, you requested {size} tokens."
+        return ""
+
+    def judge_bodies(self) -> list[dict[str, Any]]:
+        """Bodies of judge requests (the connectivity probe left out)."""
+        return [b for b in self.bodies if (b.get("max_tokens") or 0) > 8]
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

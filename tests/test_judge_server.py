@@ -1,0 +1,186 @@
+"""What a judge's server takes, known before a request is sent (``judge.server_info``,
+``judge.input_limit``), in both frameworks.
+
+``ServerFront`` (tests/judge_servers.py) stands in for the two servers a judge runs on: vLLM (its
+``/v1/models`` shape with ``max_model_len``; refuses an over-long prompt with 400) and OpenAI's API
+(refuses an unknown request field with 400). Behind it, the stand-in (``fake_server``) gives the
+verdicts. Each test runs Inspect's ``openai-api`` provider and lm-eval's judge client on the same
+two sample cases and checks the requests the front received and the counts both report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+
+import pytest
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
+    ENV_FAILURE_THRESHOLD,
+)
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
+    per_criterion_messages,
+)
+from judge_servers import ServerFront
+
+from clinconsensus_tasks.judge.input_limit import (
+    OFFICIAL_MAX_INPUT_TOKENS,
+    judge_input_limit,
+    request_tokens,
+)
+from clinconsensus_tasks.judge.server_info import (
+    ServerInfo,
+    read_models,
+    with_thinking_off,
+)
+
+CASES = 2
+RELEASED = "skylenage/ClinConsensus-Judge-8B"
+
+
+def run_inspect(front, judge, tmp_path):
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    os.environ["FRONT_BASE_URL"], os.environ["FRONT_API_KEY"] = front.base_url, "test-key"
+    log = inspect_eval(clinconsensus(data="sample"), model="openai-api/cand/cand-model",
+                       model_roles={"grader": f"openai-api/front/{judge}"}, log_dir=str(tmp_path / "logs"),
+                       display="none", limit=CASES)[0]
+    assert log.status == "success", log.error
+    metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
+    reasons = [j["error"] for s in log.samples for j in s.scores["rubric_scorer"].metadata["judgments"] if j["error"]]
+    return metrics, reasons
+
+
+def run_lmeval(front, judge):
+    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+
+    os.environ["CLINCONSENSUS_JUDGE_BASE_URL"], os.environ["CLINCONSENSUS_JUDGE_MODEL"] = front.base_url, judge
+    out = simple_evaluate(model="local-chat-completions", apply_chat_template=True, limit=CASES, bootstrap_iters=0, log_samples=True,
+                          model_args={"model": "cand-model", "base_url": f"{front.upstream}/chat/completions"})
+    metrics = {k.split(",")[0]: v for k, v in out["results"]["clinconsensus"].items() if k.endswith(",judge")}
+    records = [json.loads(s["filtered_resps"][0]) for s in out["samples"]["clinconsensus"]]
+    reasons = [j["error"] for r in records for j in r["judgments"] if j["error"]]
+    return metrics, reasons, out
+
+
+@pytest.fixture
+def long_answers(fake_server):
+    """Candidate answers padded to 3,000 characters (about 3,000 estimated tokens)."""
+    def config(chars):
+        request = urllib.request.Request(f"{fake_server.base_url}/config", data=json.dumps({"answer_chars": chars}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=10).read()
+
+    config(3000)
+    yield
+    config(0)
+
+
+def test_server_kind_and_thinking_switch_from_models_listing():
+    vllm = read_models({"data": [{"id": "j", "owned_by": "vllm", "max_model_len": 8192}]}, "j")
+    assert vllm == ServerInfo("vllm", 8192)
+    assert read_models({"data": [{"id": "gpt-4.1", "owned_by": "system"}]}, "gpt-4.1") == ServerInfo("openai", None)
+    assert with_thinking_off(vllm, {"top_k": 1}) == {"top_k": 1, "chat_template_kwargs": {"enable_thinking": False}}
+    assert with_thinking_off(vllm, {"chat_template_kwargs": {"enable_thinking": True}}) == {"chat_template_kwargs": {"enable_thinking": True}}
+    assert with_thinking_off(ServerInfo("openai"), {}) == {}
+
+
+def test_input_limit_rule():
+    assert judge_input_limit(RELEASED, None, 512).max_tokens == OFFICIAL_MAX_INPUT_TOKENS == 5120
+    assert judge_input_limit(f"hf/{RELEASED}", ServerInfo("vllm", 4096), 512).max_tokens == 4096 - 512
+    assert judge_input_limit("judge-model", ServerInfo("vllm", 4096), 512).cut is False
+    assert judge_input_limit("gpt-4.1", ServerInfo("openai"), 512).max_tokens is None
+    limit = judge_input_limit(RELEASED, None, 512)
+    cut = limit.fit_answer("答" * 9000, "问题", [("c1", "标准")], "per_criterion", None)
+    assert cut == "答" * len(cut)  # the tail is cut
+    assert 5100 < request_tokens(per_criterion_messages("问题", cut, "标准")) <= 5120  # the whole request fits, just
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["vllm", "openai"])
+def test_thinking_off_exactly_where_the_server_takes_the_switch(fake_server, tmp_path, kind):
+    # The released judge's template thinks unless told; vLLM takes the switch, OpenAI's API answers
+    # 400 to it. No setting is given: the kind comes from GET /v1/models.
+    with ServerFront(fake_server.base_url, kind) as front:
+        inspect_metrics, inspect_reasons = run_inspect(front, "judge-model", tmp_path)
+        inspect_bodies = front.judge_bodies()
+        front.bodies.clear()
+        lmeval_metrics, lmeval_reasons, _ = run_lmeval(front, "judge-model")
+        lmeval_bodies = front.judge_bodies()
+    assert len(inspect_bodies) == len(lmeval_bodies) == 30 * CASES
+    expected = [{"enable_thinking": False}] * (30 * CASES) if kind == "vllm" else [None] * (30 * CASES)
+    assert [b.get("chat_template_kwargs") for b in inspect_bodies] == expected
+    assert [b.get("chat_template_kwargs") for b in lmeval_bodies] == expected
+    assert front.refused == [] and inspect_reasons == lmeval_reasons == []
+    assert inspect_metrics["cacs@10"] == lmeval_metrics["cacs@10"] and inspect_metrics["judge_failures"] == lmeval_metrics["judge_failures"] == 0
+
+
+@pytest.mark.slow
+def test_a_request_over_a_served_judges_limit_is_counted_not_sent(fake_server, tmp_path, monkeypatch):
+    # A vLLM judge with 600 tokens of context and a 512-token verdict budget: no judge prompt of a
+    # case fits. Each judgment fails with the reason, and nothing is sent (no 400 paid for).
+    monkeypatch.setenv(ENV_FAILURE_THRESHOLD, "0")
+    with ServerFront(fake_server.base_url, "vllm", max_model_len=600) as front:
+        inspect_metrics, inspect_reasons = run_inspect(front, "judge-model", tmp_path)
+        lmeval_metrics, lmeval_reasons, _ = run_lmeval(front, "judge-model")
+    assert front.judge_bodies() == [] and front.refused == []
+    assert inspect_metrics["judge_failures"] == lmeval_metrics["judge_failures"] == 30 * CASES
+    assert len(inspect_reasons) == len(lmeval_reasons) == 30 * CASES
+    assert all("exceeds the judge's limit of 88 (the server's max_model_len 600 minus 512 verdict tokens); not sent" in r
+               for r in inspect_reasons + lmeval_reasons)
+
+
+@pytest.mark.slow
+def test_released_judge_gets_long_answers_cut_to_its_limit(fake_server, tmp_path, long_answers):
+    # The released judge served with 2,000 tokens of context: 1,488 input tokens. The answers
+    # (3,000 characters) are cut so that every request fits; without the cut vLLM answers 400.
+    with ServerFront(fake_server.base_url, "vllm", max_model_len=2000) as front:
+        inspect_metrics, inspect_reasons = run_inspect(front, RELEASED, tmp_path)
+        inspect_bodies = front.judge_bodies()
+        front.bodies.clear()
+        lmeval_metrics, lmeval_reasons, _ = run_lmeval(front, RELEASED)
+        lmeval_bodies = front.judge_bodies()
+    assert front.refused == [] and inspect_reasons == lmeval_reasons == []
+    assert len(inspect_bodies) == len(lmeval_bodies) == 30 * CASES
+    sizes = [request_tokens(b["messages"]) for b in inspect_bodies + lmeval_bodies]
+    assert max(sizes) <= 2000 - 512 and min(sizes) > 1300  # cut to fit, not cut short
+    assert sorted(json.dumps(b["messages"]) for b in inspect_bodies) == sorted(json.dumps(b["messages"]) for b in lmeval_bodies)
+    assert {k: inspect_metrics[k] for k in ("cacs@10", "rubric_accuracy", "judge_failures")} == \
+        {k: lmeval_metrics[k] for k in ("cacs@10", "rubric_accuracy", "judge_failures")}
+
+
+@pytest.mark.slow
+def test_dual_judge_recipe_as_pasted(fake_server, tmp_path, monkeypatch):
+    # docs/backends.md's dual-judge recipe with no extra flag: the reference judge on a hosted API
+    # (OpenAI-like: 400 to an unknown field), the local judge on vLLM. Only the local one is sent
+    # the switch; no request is refused; both frameworks agree.
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+
+    with ServerFront(fake_server.base_url, "openai") as hosted, ServerFront(fake_server.base_url, "vllm", 5632) as local:
+        for svc, front in (("HOSTED", hosted), ("LOCAL", local)):
+            monkeypatch.setenv(f"{svc}_BASE_URL", front.base_url)
+            monkeypatch.setenv(f"{svc}_API_KEY", "test-key")
+        log = inspect_eval(clinconsensus(data="sample"), model="openai-api/cand/cand-model", limit=CASES, display="none",
+                           model_roles={"grader": "openai-api/hosted/judge-model", "local_grader": "openai-api/local/judge-alt"},
+                           log_dir=str(tmp_path / "logs"))[0]
+        assert log.status == "success", log.error
+        inspect_metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
+        sent_inspect = (len(hosted.judge_bodies()), len(local.judge_bodies()))
+        monkeypatch.setenv("CLINCONSENSUS_JUDGE_BASE_URL", hosted.base_url)
+        monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODEL", "judge-model")
+        monkeypatch.setenv("CLINCONSENSUS_LOCAL_JUDGE_BASE_URL", local.base_url)
+        monkeypatch.setenv("CLINCONSENSUS_LOCAL_JUDGE_MODEL", "judge-alt")
+        out = simple_evaluate(tasks=["clinconsensus_dual"], model="local-chat-completions", apply_chat_template=True, limit=CASES,
+                              bootstrap_iters=0, model_args={"model": "cand-model", "base_url": f"{fake_server.base_url}/chat/completions"})
+        lmeval_metrics = {k.split(",")[0]: v for k, v in out["results"]["clinconsensus_dual"].items() if k.endswith(",judge")}
+    assert hosted.refused == local.refused == []
+    assert sent_inspect == (30 * CASES, 30 * CASES)
+    assert all("chat_template_kwargs" not in b for b in hosted.bodies)
+    assert [b["chat_template_kwargs"] for b in local.judge_bodies()] == [{"enable_thinking": False}] * (2 * 30 * CASES)
+    for name in ("cacs@10", "local/cacs@10", "agreement/percent", "judge_failures", "local/judge_failures"):
+        assert inspect_metrics[name] == lmeval_metrics[name], name
