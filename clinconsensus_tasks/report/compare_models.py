@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, cacs_at_k
-from clinconsensus_tasks.scorers.climedbench.scenarios import DIMENSIONS, SCENARIOS
+from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS
 from clinconsensus_tasks.scorers.usage import judge_name
 from clinconsensus_tasks.scorers.paired import PairedColumns, PairedResult, compare_paired, worse_beyond
 

@@ -336,7 +336,7 @@ def bootstrap_intervals(
 ) -> dict[str, tuple[float, float]]:
     """Percentile bootstrap intervals of the headline metrics, resampling cases with replacement.
 
-    Each resample is scored by ``scorers.cacs.summarize``, the same code as the frameworks'
+    Each resample is scored by ``scorers.clinconsensus.cacs.summarize``, the same code as the frameworks'
     metrics. Deterministic for a given ``seed`` (numpy ``Generator``), so a report can be
     regenerated exactly.
     """

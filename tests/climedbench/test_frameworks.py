@@ -9,7 +9,6 @@ sentence-transformers model that loads offline (``similarity_model_dir`` in conf
 
 from __future__ import annotations
 
-import math
 
 import pytest
 
@@ -99,7 +98,7 @@ def test_single_scenario_task_reports_plain_metric_names(fake_server, tmp_path):
 
 
 def test_loglikelihood_variants_are_defined_for_the_multiple_choice_scenarios():
-    from clinconsensus_tasks.lmeval_tasks import task_manager
+    from clinconsensus_tasks.lmeval_glue import task_manager
 
     manager = task_manager()
     names = set(manager.all_tasks)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
@@ -128,7 +127,7 @@ def test_climedbench_runs_are_paired_by_item_across_frameworks(fake_server, tmp_
     from inspect_ai import eval as inspect_eval
 
     from clinconsensus_tasks.climedbench.inspect_task import climedbench
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     codes = ["ID1", "SSO", "KE"]
     for model in ("examinee-a", "examinee-b"):
