@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from clinconsensus_tasks.lmeval_tasks import task_configs_dir
+from clinconsensus_tasks.lmeval_glue import task_configs_dir
 
 from frameworks import HEADLINE, expected_metrics
 

@@ -32,7 +32,6 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases
-from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
 from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
@@ -65,7 +64,9 @@ def inspect_usage(usage: Any) -> TokenUsage:
 GRADER_ROLE = "grader"
 # Bumped on any change of prompt, verdict parsing or scoring (see CHANGELOG.md).
 TASK_VERSION = "1.2"  # the same as metadata.version of the lm-eval YAMLs (task_configs/clinconsensus): bumped on any change of prompt, parsing or scoring
-LOCAL_GRADER_ROLE = "local_grader"  # optional second judge, e.g. the distilled local judge
+# The optional second judge, any model (an API model as well as a local one). The name is kept
+# although it says "local": users type it (--model-role local_grader=...), logs record it.
+LOCAL_GRADER_ROLE = "local_grader"
 
 
 def case_to_sample(case: Case) -> Sample:

@@ -36,7 +36,7 @@ from clinconsensus_tasks.clinconsensus.lmeval_usage import TOKEN_METRICS, usage_
 from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
 from clinconsensus_tasks.judge.cache import check_cache_file
 from clinconsensus_tasks.errors import ConfigurationError
-from clinconsensus_tasks.lmeval_tasks import quiet_custom_dataset_hint
+from clinconsensus_tasks.lmeval_glue import first_responses, quiet_custom_dataset_hint
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_THRESHOLDS, CaseResult, case_terms, mean, slice_metric_name
@@ -127,11 +127,6 @@ def _run(coro_factory: Callable[[], Any]) -> Any:
         return asyncio.run(coro_factory())
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(lambda: asyncio.run(coro_factory())).result()
-
-
-def first_responses(resps: Sequence[Any]) -> list[str]:
-    """Each document's first response, as a string (lm-eval gives a list of ``repeats`` per doc)."""
-    return [(r[0] if isinstance(r, (list, tuple)) and r else r) or "" for r in resps]
 
 
 def seen_answers(resps: Sequence[Any]) -> list[VisibleAnswer]:

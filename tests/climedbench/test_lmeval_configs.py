@@ -68,7 +68,7 @@ def test_lm_eval_uses_its_builtin_mean_for_every_metric(monkeypatch, similarity_
     monkeypatch.setenv("CLIMEDBENCH_SIMILARITY_MODEL", str(similarity_model_dir))
     from lm_eval.api.metrics import mean, stderr_for_metric
 
-    from clinconsensus_tasks.lmeval_tasks import task_manager
+    from clinconsensus_tasks.lmeval_glue import task_manager
 
     tasks = task_manager().load([s.task_name for s in SCENARIOS.values()])["tasks"]
     for scenario in SCENARIOS.values():

@@ -57,7 +57,7 @@ def test_inspect_task_with_a_loadable_model_builds(similarity_model_dir):
 
 @pytest.mark.slow
 def test_lmeval_with_wtd_stops_before_generation(fake_server, monkeypatch, tmp_path):
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     missing = str(tmp_path / "no-model-here")
     monkeypatch.setenv("CLIMEDBENCH_SIMILARITY_MODEL", missing)

@@ -390,7 +390,7 @@ def _write_samples(folder: Path, task: str, samples: list[dict]) -> Path:
 
 
 def test_report_from_lmeval_sample_files(fake_server, tmp_path, monkeypatch):
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODEL", "judge-model")
     results = simple_evaluate(
