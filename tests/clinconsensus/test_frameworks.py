@@ -17,6 +17,7 @@ from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD
 
 from frameworks import HEADLINE, expected_metrics, run_inspect, run_lmeval
+from hand_worked import CLINCONSENSUS, TOLERANCE
 
 pytestmark = pytest.mark.slow
 
@@ -31,6 +32,9 @@ def test_both_frameworks_report_identical_metrics(fake_server, tmp_path):
     expected = expected_metrics()
     assert {k: inspect_metrics[k] for k in HEADLINE} == expected
     assert {k: lmeval_metrics[k] for k in HEADLINE} == expected
+    # And both equal the numbers worked out by hand (derivation in tests/hand_worked.py).
+    for metrics in (inspect_metrics, lmeval_metrics):
+        assert {k: metrics[k] for k in CLINCONSENSUS} == pytest.approx(CLINCONSENSUS, abs=TOLERANCE, rel=0)
     # The audience breakdown is in both results and equal to the last bit.
     for key in ("cacs@10(audience=lay)", "cacs@7(audience=professional)", "rubric_accuracy(audience=lay)"):
         assert inspect_metrics[key] == lmeval_metrics[key]
