@@ -41,6 +41,7 @@ def fake_system(tmp_path):
     return env, log, bin_dir
 
 
+@pytest.mark.slow
 def test_install_report_deps_passes_when_font_is_listed_early(fake_system):
     env, log, _ = fake_system
     for _ in range(5):

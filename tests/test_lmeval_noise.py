@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from clinconsensus_tasks.lmeval_glue import CustomDatasetHintFilter
 
 HINT = ": Custom kwargs can be passed to `--metadata` in console (as json string) or to the TaskManager."
@@ -24,6 +26,7 @@ def test_filter_drops_the_hint_for_these_tasks_only():
     assert keep.filter(record("climedbench_sso: something else went wrong"))
 
 
+@pytest.mark.slow
 def test_a_climedbench_run_logs_no_metadata_hint(fake_server, caplog):
     from clinconsensus_tasks.lmeval_glue import simple_evaluate
 

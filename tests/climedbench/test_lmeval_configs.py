@@ -63,6 +63,7 @@ def test_task_metrics_are_what_process_results_returns():
         assert {m["aggregation"] for m in config["metric_list"]} == {"mean"}
 
 
+@pytest.mark.slow
 def test_lm_eval_uses_its_builtin_mean_for_every_metric(monkeypatch, similarity_model_dir):
     # Loading the WTD task checks its similarity model before any generation: give it one that loads.
     monkeypatch.setenv("CLIMEDBENCH_SIMILARITY_MODEL", str(similarity_model_dir))

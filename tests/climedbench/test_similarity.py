@@ -78,6 +78,7 @@ def test_unloadable_model_is_an_error_that_says_what_to_do(tmp_path):
     assert "CLIMEDBENCH_SIMILARITY_MODEL=/path/to/model" in message and "train-simcse" in message
 
 
+@pytest.mark.slow
 def test_train_simcse_on_a_tiny_local_model(tiny_encoder_dir, tmp_path):
     from sentence_transformers import SentenceTransformer
 

@@ -36,6 +36,7 @@ def test_hub_id_with_the_hub_offline_fails_at_once(fake_server):
     assert "not in the Hugging Face cache, and HF_HUB_OFFLINE is set" in str(error.value)
 
 
+@pytest.mark.slow
 def test_inspect_task_with_wtd_checks_the_model_when_built(fake_server, monkeypatch, tmp_path):
     from clinconsensus_tasks.climedbench.inspect_task import climedbench
 
@@ -72,6 +73,7 @@ def test_lmeval_with_wtd_stops_before_generation(fake_server, monkeypatch, tmp_p
     assert fake_server.stats()["calls"] == {}
 
 
+@pytest.mark.slow
 def test_scenarios_without_wtd_never_import_the_model(tmp_path):
     code = (
         "import sys\n"

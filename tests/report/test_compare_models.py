@@ -18,6 +18,8 @@ from clinconsensus_tasks.fake_openai_server import candidate_answer, degraded_ca
 from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, summarize
 from frameworks import run_inspect, run_lmeval
 
+pytestmark = pytest.mark.slow  # every test runs both frameworks
+
 HEADLINE = ["rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10"]
 
 
