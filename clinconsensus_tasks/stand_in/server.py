@@ -129,9 +129,7 @@ class _Handler(BaseHTTPRequestHandler):
         if route.endswith("/stats"):
             self._send(200, self.state.ledger.snapshot())
         elif route.endswith("/judge_messages"):
-            with self.state.ledger.lock:
-                messages = list(self.state.ledger.judge_messages)
-            self._send(200, {"messages": messages})
+            self._send(200, {"messages": self.state.ledger.kept()[1]})
         elif route.endswith("/models"):
             self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
         else:
@@ -172,16 +170,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._as_candidate(request, key)
         else:
             if filled is not None and self.state.record_judge_messages:
-                with self.state.ledger.lock:
-                    self.state.ledger.judge_messages.append(messages)
+                self.state.ledger.keep_judge_messages(messages)
             self._as_judge(request, judged, key)
 
     def _as_candidate(self, request: ScriptedRequest, key: str) -> None:
         reply = candidate_reply(request.model, request.user, self.state.answer_chars)
         ledger = self.state.ledger
         if reply.climedbench:
-            with ledger.lock:
-                ledger.climedbench_prompts.append(request.user)
+            ledger.keep_climedbench_prompt(request.user)
         ledger.kind("candidate")
         ledger.output(reply.content)
         usage = usage_for(request.texts, reply.content, None)
@@ -275,8 +271,7 @@ class FakeOpenAIServer:
 
     def climedbench_prompts(self) -> list[str]:
         """The CliMedBench prompts received since the last reset, in arrival order."""
-        with self._server.state.ledger.lock:
-            return list(self._server.state.ledger.climedbench_prompts)
+        return self._server.state.ledger.kept()[0]
 
     def script(self, model: str, reply: Callable[[ScriptedRequest], Any] | None) -> None:
         """Script every request (but the judge check) for ``model``: ``reply(ScriptedRequest)``
@@ -296,8 +291,7 @@ class FakeOpenAIServer:
 
     def judge_messages(self) -> list[list[dict[str, Any]]]:
         """The template judge requests received since the last reset (with ``record``)."""
-        with self._server.state.ledger.lock:
-            return list(self._server.state.ledger.judge_messages)
+        return self._server.state.ledger.kept()[1]
 
     def start(self) -> "FakeOpenAIServer":
         self._thread.start()

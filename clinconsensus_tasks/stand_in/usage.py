@@ -62,6 +62,19 @@ class Ledger:
             self.input_chars += chars_in
             return self.seen[key]
 
+    def keep_climedbench_prompt(self, user: str) -> None:
+        with self.lock:
+            self.climedbench_prompts.append(user)
+
+    def keep_judge_messages(self, messages: list[dict[str, Any]]) -> None:
+        with self.lock:
+            self.judge_messages.append(messages)
+
+    def kept(self) -> tuple[list[str], list[list[dict[str, Any]]]]:
+        """Copies of the CliMedBench prompts and the recorded judge messages, in arrival order."""
+        with self.lock:
+            return list(self.climedbench_prompts), list(self.judge_messages)
+
     def judge_request(self, body: dict[str, Any], chars_in: int) -> None:
         with self.lock:
             self.judge_input_chars += chars_in
