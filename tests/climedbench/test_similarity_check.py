@@ -48,6 +48,7 @@ def test_inspect_task_with_wtd_checks_the_model_when_built(fake_server, monkeypa
     assert fake_server.stats()["calls"] == {}
 
 
+@pytest.mark.slow  # loads the sentence-transformers model (torch): tens of seconds on a busy machine
 def test_inspect_task_with_a_loadable_model_builds(similarity_model_dir):
     from clinconsensus_tasks.climedbench.inspect_task import climedbench_wtd
 
