@@ -172,7 +172,7 @@ def run_inspect(server: Server, data: str, mode: str, cache_dir: str, bare: bool
 def run_lmeval(server: Server, data: str, mode: str, cache_dir: str, concurrency: int = 32, judge_prompt: str = "project") -> dict:
     """A real lm-eval run; CPU and wall time are taken around the plugin's judge filter only."""
     import clinconsensus_tasks.clinconsensus.lmeval_task as glue
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     os.environ.update(
         CLINCONSENSUS_DATA=data,

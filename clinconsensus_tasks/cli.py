@@ -169,7 +169,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _include_path(args: argparse.Namespace) -> int:
-    from clinconsensus_tasks.lmeval_tasks import task_configs_dir
+    from clinconsensus_tasks.lmeval_glue import task_configs_dir
 
     print(task_configs_dir())
     return 0

@@ -149,7 +149,7 @@ def run_inspect(plan: DemoPlan, log_dir: Path) -> list[Path]:
 def run_lmeval(plan: DemoPlan, base_url: str, output_path: Path) -> list[Path]:
     from lm_eval.loggers import EvaluationTracker
 
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     tracker = EvaluationTracker(output_path=str(output_path))
     results = simple_evaluate(

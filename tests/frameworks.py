@@ -55,7 +55,7 @@ def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "jud
                bootstrap_iters: int = 0, candidate: str = "cand-model"):
     """One lm-eval run; with ``output_path``, results and samples files are written there as
     ``lm_eval --output_path DIR --log_samples`` writes them (its EvaluationTracker)."""
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = judge
     if mode:
@@ -86,7 +86,7 @@ def run_lmeval(base_url: str, output_path: Path | None = None, judge: str = "jud
 
 def run_lmeval_tasks(base_url: str, tasks) -> dict:
     """lm-eval's ``simple_evaluate`` on ``tasks`` with the server as the chat model, samples logged."""
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     return simple_evaluate(
         tasks=list(tasks),

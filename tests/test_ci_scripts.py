@@ -41,6 +41,7 @@ def fake_system(tmp_path):
     return env, log, bin_dir
 
 
+@pytest.mark.slow
 def test_install_report_deps_passes_when_font_is_listed_early(fake_system):
     env, log, _ = fake_system
     for _ in range(5):
@@ -66,3 +67,49 @@ def test_install_report_deps_does_nothing_when_installed(fake_system):
     assert done.returncode == 0
     assert done.stdout.strip() == "report deps already installed: chromium fonts-noto-cjk"
     assert not log.exists()
+
+
+ROOT = SCRIPT.parents[1]
+TESTS = ROOT / ".ci" / "test"
+
+
+def _stand_in_pytest(tmp_path: Path, fast_code: int, slow_code: int) -> tuple[dict, Path]:
+    """A stand-in pytest that logs its arguments and exits with the given code per tier."""
+    log = tmp_path / "pytest.log"
+    _command(tmp_path, "pytest", f'echo "$@" >> {log}\ncase "$*" in *"not slow"*) exit {fast_code};; *) exit {slow_code};; esac')
+    return {**os.environ, "PYTEST": str(tmp_path / "pytest")}, log
+
+
+def test_ci_tests_run_the_fast_tier_then_the_slow_tier(tmp_path):
+    env, log = _stand_in_pytest(tmp_path, 0, 0)
+    done = subprocess.run(["bash", str(TESTS), "-x"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert log.read_text(encoding="utf-8").splitlines() == ["-m not slow -x", "-m slow -x"]
+
+
+def test_ci_tests_stop_after_a_failing_fast_tier(tmp_path):
+    env, log = _stand_in_pytest(tmp_path, 1, 0)
+    done = subprocess.run(["bash", str(TESTS)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "fast tier failed (pytest exit code 1)" in done.stderr
+    assert log.read_text(encoding="utf-8").splitlines() == ["-m not slow"]
+
+
+@pytest.mark.parametrize("fast_code, slow_code, tier", [(5, 0, "fast"), (0, 5, "slow")])
+def test_ci_tests_fail_when_a_tier_collects_nothing(tmp_path, fast_code, slow_code, tier):
+    """pytest exits 5 when nothing is collected (a marker typo, a moved folder): CI must fail."""
+    env, _ = _stand_in_pytest(tmp_path, fast_code, slow_code)
+    done = subprocess.run(["bash", str(TESTS)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 5
+    assert f"{tier} tier collected no tests (pytest exit code 5)" in done.stderr
+
+
+def test_readme_test_command_is_what_ci_runs_last():
+    """CI's last command is the test command the documentation gives developers, verbatim."""
+    lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    last = [ln for ln in lines if ln and not ln.startswith("#")][-1]
+    assert last == "bash .ci/test"
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+    documented = {ln.split("#", 1)[0].strip() for doc in docs if doc.is_file()
+                  for ln in doc.read_text(encoding="utf-8").splitlines()}
+    assert last in documented

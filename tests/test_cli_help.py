@@ -5,6 +5,7 @@ model-name words it reacts to."""
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 
@@ -19,9 +20,21 @@ def all_parsers(parser: argparse.ArgumentParser, path: str = "clinconsensus-eval
                 yield from all_parsers(child, f"{path} {name}")
 
 
+def listed_in_help(parser: argparse.ArgumentParser, path: str = "clinconsensus-eval"):
+    """Every command path a user reads in ``--help`` (and in the commands' own ``--help``): the
+    names argparse lists, indented by four, under the COMMAND or STEP heading."""
+    yield path
+    text = parser.format_help()
+    for name in re.findall(r"^    (\S+)", text, flags=re.MULTILINE):
+        child = next(c for a in parser._actions if isinstance(a, argparse._SubParsersAction) for n, c in a.choices.items() if n == name)
+        yield from listed_in_help(child, f"{path} {name}")
+
+
 def test_every_option_has_help_and_shows_its_default():
     parsers = list(all_parsers(build_parser()))
-    assert len(parsers) == 20  # the top level, 16 commands, 3 cat steps
+    # The walk checks every command and step a user can read about, and nothing is hidden from --help.
+    assert [path for path, _ in parsers] == list(listed_in_help(build_parser()))
+    assert {"clinconsensus-eval summarize", "clinconsensus-eval cat run", "clinconsensus-eval train-simcse"} <= {p for p, _ in parsers}
     for path, parser in parsers:
         text = parser.format_help()
         assert "`" not in text, path

@@ -11,7 +11,6 @@ import re
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

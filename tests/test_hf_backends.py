@@ -69,7 +69,7 @@ def inspect_answers(task, model_dir, tmp_path) -> tuple[dict, list[str], object]
 
 
 def lmeval_answers(task_name, model_dir) -> tuple[dict, list[str], dict]:
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = "judge-model"
     out = simple_evaluate(tasks=[task_name], model="hf", model_args={"pretrained": str(model_dir), "device": "cpu", "dtype": "float32"},

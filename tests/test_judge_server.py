@@ -54,7 +54,7 @@ def run_inspect(front, judge, tmp_path):
 
 
 def run_lmeval(front, judge):
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     os.environ["CLINCONSENSUS_JUDGE_BASE_URL"], os.environ["CLINCONSENSUS_JUDGE_MODEL"] = front.base_url, judge
     out = simple_evaluate(model="local-chat-completions", apply_chat_template=True, limit=CASES, bootstrap_iters=0, log_samples=True,
@@ -159,7 +159,7 @@ def test_dual_judge_recipe_as_pasted(fake_server, tmp_path, monkeypatch):
     from inspect_ai import eval as inspect_eval
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     with ServerFront(fake_server.base_url, "openai") as hosted, ServerFront(fake_server.base_url, "vllm", 5632) as local:
         for svc, front in (("HOSTED", hosted), ("LOCAL", local)):

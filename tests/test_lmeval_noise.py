@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 
-from clinconsensus_tasks.lmeval_tasks import CustomDatasetHintFilter
+import pytest
+
+from clinconsensus_tasks.lmeval_glue import CustomDatasetHintFilter
 
 HINT = ": Custom kwargs can be passed to `--metadata` in console (as json string) or to the TaskManager."
 
@@ -24,8 +26,9 @@ def test_filter_drops_the_hint_for_these_tasks_only():
     assert keep.filter(record("climedbench_sso: something else went wrong"))
 
 
+@pytest.mark.slow
 def test_a_climedbench_run_logs_no_metadata_hint(fake_server, caplog):
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     with caplog.at_level(logging.WARNING):
         results = simple_evaluate(

@@ -1,14 +1,18 @@
 """How users reach the tasks: Inspect's entry point, lm-eval's task discovery, the light registry.
 
-The discovery test for a plain ``pip install`` runs only when the package is installed from a
-wheel (as ``.ci/run`` does); in an editable checkout it is skipped with that reason, and the
-``--include_path`` route is tested instead, which works in both.
+The discovery test for a plain ``pip install`` needs the package installed from a wheel: the
+wheel puts a copy of the YAMLs inside lm-eval's own ``lm_eval/tasks/`` folder, the only place
+lm-eval 0.4.13 scans. Installed from a wheel (as ``.ci/run`` does), the test uses the environment
+as it is. In an editable checkout it builds the wheel of the checkout and installs it, next to a
+copy of lm-eval, into a folder put first on ``PYTHONPATH`` (:func:`wheel_site`): the same layout
+a wheel install makes, so the test runs in both and cannot pass by being skipped.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from importlib import metadata
@@ -17,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from clinconsensus_tasks.lmeval_tasks import task_configs_dir
+from clinconsensus_tasks.lmeval_glue import task_configs_dir
 
 from frameworks import HEADLINE, expected_metrics
 
@@ -29,6 +33,7 @@ def installed_editable() -> bool:
     return bool(direct_url and json.loads(direct_url).get("dir_info", {}).get("editable"))
 
 
+@pytest.mark.slow
 def test_inspect_registry_is_light(tmp_path):
     code = (
         "import sys, time, inspect_ai, inspect_ai.model, inspect_ai.scorer, inspect_ai.solver, inspect_ai.dataset\n"
@@ -57,9 +62,44 @@ def test_scorers_live_inside_the_package_only():
     assert find_spec("scorers") is None and find_spec("task_configs") is None
 
 
-def _run_lm_eval(server, tmp_path, extra_args):
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel_site(tmp_path_factory) -> Path | None:
+    """None when the package is installed from a wheel; in an editable install, a folder holding
+    the checkout's wheel installed next to a copy of lm-eval (what a wheel install lays out)."""
+    if not installed_editable():
+        return None
+    root = tmp_path_factory.mktemp("wheel")
+    source = root / "src"  # a copy: building writes build/ and *.egg-info beside the sources
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "dist", "build", "*.egg-info", "__pycache__"))
+    # No isolation (offline): this environment's setuptools, which builds wheels without `wheel`.
+    built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--skip-dependency-check",
+                            "--outdir", str(root / "dist"), str(source)], capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, "building the wheel of the checkout failed:\n" + built.stderr[-3000:]
+    (wheel,) = (root / "dist").glob("clinconsensus_tasks-*.whl")
+    site = root / "site"
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)],
+                               capture_output=True, text=True, timeout=600)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    # lm-eval scans the tasks folder beside its own code: its package must sit in the same folder.
+    import lm_eval
+
+    shutil.copytree(Path(lm_eval.__file__).parent, site / "lm_eval", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    # With the folder first on PYTHONPATH, both packages come from it, not from the checkout.
+    where = subprocess.run([sys.executable, "-c", "import lm_eval.tasks, clinconsensus_tasks; print(lm_eval.tasks.__file__); "
+                            "print(clinconsensus_tasks.__file__)"], env={**os.environ, "PYTHONPATH": str(site)},
+                           capture_output=True, text=True, check=True, cwd=root)
+    assert all(Path(line).is_relative_to(site) for line in where.stdout.split()), where.stdout
+    return site
+
+
+def _run_lm_eval(server, tmp_path, extra_args, site: Path | None = None):
     env = {
         **os.environ,
+        **({"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])} if site else {}),
         "CLINCONSENSUS_DATA": "sample",
         "CLINCONSENSUS_JUDGE_BASE_URL": server.base_url,
         "CLINCONSENSUS_JUDGE_MODEL": "judge-model",
@@ -93,10 +133,8 @@ def _run_lm_eval(server, tmp_path, extra_args):
 
 
 @pytest.mark.slow
-def test_lm_eval_cli_finds_the_task_after_a_wheel_install(fake_server, tmp_path):
-    if installed_editable():
-        pytest.skip("editable install: lm-eval only finds the task through --include_path (see the next test)")
-    metrics, samples_file = _run_lm_eval(fake_server, tmp_path, [])
+def test_lm_eval_cli_finds_the_task_after_a_wheel_install(fake_server, tmp_path, wheel_site):
+    metrics, samples_file = _run_lm_eval(fake_server, tmp_path, [], wheel_site)
     assert {k: metrics[k] for k in HEADLINE} == expected_metrics()
     # The sample file written by the real CLI feeds clinconsensus-eval.
     done = subprocess.run([str(BIN / "clinconsensus-eval"), "summarize", "--json", str(samples_file)], capture_output=True, text=True, check=True, cwd=tmp_path)

@@ -52,7 +52,7 @@ def inspect_bodies(fake_server, tmp_path, task, answer, **eval_args) -> list[dic
 
 
 def lmeval_bodies(fake_server, task_name, answer, gen_kwargs=None, model_args=None) -> list[dict]:
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = "judge-model"
     bodies = capture(fake_server, answer)

@@ -27,14 +27,13 @@ from typing import Any, Sequence
 
 from clinconsensus_tasks.climedbench.dataset import ENV_DATA_DIR, load_scenario
 from clinconsensus_tasks.climedbench.logs import lmeval_metrics
-from clinconsensus_tasks.clinconsensus.lmeval_task import first_responses
 from clinconsensus_tasks.scorers.climedbench.item_result import score_item
 from clinconsensus_tasks.scorers.climedbench.perturbation import DEFAULT_RATE
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt, option_letters
 from clinconsensus_tasks.scorers.climedbench.variants import CLEAN, VariantSettings, ask_scenario, final_answer
 from clinconsensus_tasks.climedbench.similarity import configured_model, cosine_similarities
 from clinconsensus_tasks.climedbench.similarity import check_model
-from clinconsensus_tasks.lmeval_tasks import quiet_custom_dataset_hint
+from clinconsensus_tasks.lmeval_glue import first_responses, quiet_custom_dataset_hint
 
 
 quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here

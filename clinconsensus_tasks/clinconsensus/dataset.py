@@ -82,7 +82,7 @@ class Case:
         return audience(self.user_role)
 
     def slices(self) -> dict[str, tuple[str, ...]]:
-        """Labels for the metric breakdowns (see ``scorers.cacs.breakdowns``)."""
+        """Labels for the metric breakdowns (see ``scorers.clinconsensus.cacs.breakdowns``)."""
         return slices_of(self.metadata())
 
     def metadata(self) -> dict[str, Any]:

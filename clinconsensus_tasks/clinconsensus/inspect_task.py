@@ -34,7 +34,6 @@ from inspect_ai.util import JSONSchema
 from clinconsensus_tasks import generation
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases
-from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
 from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.judge.input_limit import judge_input_limit, limited
@@ -70,7 +69,9 @@ def inspect_usage(usage: Any) -> TokenUsage:
     return TokenUsage.from_inspect(usage.input_tokens, usage.output_tokens, usage.input_tokens_cache_read, usage.input_tokens_cache_write)
 
 GRADER_ROLE = "grader"
-LOCAL_GRADER_ROLE = "local_grader"  # optional second judge, e.g. the distilled local judge
+# The optional second judge, any model (an API model as well as a local one). The name is kept
+# although it says "local": users type it (--model-role local_grader=...), logs record it.
+LOCAL_GRADER_ROLE = "local_grader"
 
 
 def case_to_sample(case: Case) -> Sample:

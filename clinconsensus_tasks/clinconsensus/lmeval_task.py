@@ -35,7 +35,7 @@ from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, vis
 from clinconsensus_tasks.clinconsensus.lmeval_judge import DOC_FIELD, ClinConsensusTask, doc_field, docs_env, judge_env, judge_mode, metadata_settings  # noqa: F401 (the YAMLs' class)
 from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
 from clinconsensus_tasks.judge.cache import check_cache_file
-from clinconsensus_tasks.lmeval_tasks import quiet_custom_dataset_hint
+from clinconsensus_tasks.lmeval_glue import first_responses, quiet_custom_dataset_hint
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
@@ -117,11 +117,6 @@ def _run(coro_factory: Callable[[], Any]) -> Any:
         return asyncio.run(coro_factory())
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(lambda: asyncio.run(coro_factory())).result()
-
-
-def first_responses(resps: Sequence[Any]) -> list[str]:
-    """Each document's first response, as a string (lm-eval gives a list of ``repeats`` per doc)."""
-    return [(r[0] if isinstance(r, (list, tuple)) and r else r) or "" for r in resps]
 
 
 def seen_answers(resps: Sequence[Any]) -> list[VisibleAnswer]:

@@ -11,12 +11,9 @@ prompt shows as a changed sha256 even where the prompt's name stayed the same.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, batched_messages, per_criterion_messages
 
 
 def endpoint_host(base_url: str | None) -> str:

@@ -49,7 +49,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     DEFAULT_FAILURE_THRESHOLD,
     ENV_FAILURE_THRESHOLD,
     CircuitBreaker,
-    parse_threshold,
+    parse_failure_share,
 )
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
@@ -107,7 +107,7 @@ class JudgeSettings:
             return value
 
         try:
-            failure_threshold = parse_threshold(env.get(ENV_FAILURE_THRESHOLD))
+            failure_threshold = parse_failure_share(env.get(ENV_FAILURE_THRESHOLD))
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
         raw_extra = env.get(f"{prefix}EXTRA_BODY") or "{}"

@@ -29,7 +29,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ENV_FAILURE_THRESHOLD,
     ERROR_REQUEST,
     JudgeCallError,
-    parse_threshold,
+    parse_failure_share,
 )
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally
 from clinconsensus_tasks.scorers.redact import hold_secret, hold_url_secrets, redacting_errors
@@ -87,7 +87,7 @@ def failure_threshold(value: float | str | None) -> float:
     """``-T judge_failure_threshold``, else ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD``, else 1%."""
     raw, source = (value, "judge_failure_threshold") if value is not None else (os.environ.get(ENV_FAILURE_THRESHOLD), ENV_FAILURE_THRESHOLD)
     try:
-        return parse_threshold(raw, source)
+        return parse_failure_share(raw, source)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
 

@@ -262,7 +262,8 @@ def _write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: s
     from inspect_ai.log import EvalMetric, read_eval_log, write_eval_log
     from inspect_ai.scorer import SampleScore, Score
 
-    from clinconsensus_tasks.clinconsensus.inspect_task import INSPECT_SCORER, clinconsensus_metrics
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus_metrics
+    from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
 
     log = read_eval_log(str(source))
     scores = []

@@ -15,7 +15,6 @@ shows it x100); the seven dimension scores are the means of their scenarios.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 

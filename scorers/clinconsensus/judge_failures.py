@@ -100,8 +100,8 @@ def reason_counts(failures: Iterable[tuple[str | None, str | None]]) -> Counter[
     return Counter(reason_label(kind, error) for kind, error in failures)
 
 
-def parse_threshold(raw: str | float | None, source: str = ENV_FAILURE_THRESHOLD) -> float:
-    """A failure threshold from a setting: a share in [0, 1] (``0.01`` or ``1%``); 0 = never stop."""
+def parse_failure_share(raw: str | float | None, source: str = ENV_FAILURE_THRESHOLD) -> float:
+    """The judge failure share that stops a run, from a setting: a share in [0, 1] (``0.01`` or ``1%``); 0 = never stop."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return DEFAULT_FAILURE_THRESHOLD
     text = str(raw).strip()

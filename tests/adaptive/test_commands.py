@@ -78,7 +78,7 @@ def test_calibration_needs_two_models(fake_server, tmp_path, examinee_logs):
 
 def test_calibrate_from_lmeval_sample_files(fake_server, tmp_path, monkeypatch):
     # lm-eval writes <output>/<model>/samples_<task>_<time>.jsonl; the folder names the model.
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     files = []
     for n in (1, 2, 3):

@@ -165,6 +165,7 @@ def test_eap_and_mle_recover_theta_on_a_long_test(true_theta):
         assert abs(theta - true_theta) < 3.5 * se, method
 
 
+@pytest.mark.slow
 def test_eap_agrees_with_dense_quadrature():
     # The zoomed second grid must not bias the posterior mean of a long test.
     a, b, c = random_items(2000, seed=7)
@@ -249,6 +250,7 @@ def test_fit_2pl_and_1pl_recover_parameters():
     assert np.corrcoef(rasch.b, b)[0, 1] > 0.98
 
 
+@pytest.mark.slow
 def test_fit_3pl_recovers_parameters_with_missing_responses():
     rng = np.random.default_rng(15)
     a, b, c = random_items(200, seed=16)
@@ -267,6 +269,7 @@ def test_fit_rejects_non_binary_responses():
         fit_items(np.array([[0.0, 0.7], [1.0, 0.0]]))
 
 
+@pytest.mark.slow
 def test_calibrate_bank_frees_guessing_for_choice_items_only():
     rng = np.random.default_rng(17)
     n = 120

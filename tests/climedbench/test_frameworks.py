@@ -9,7 +9,6 @@ sentence-transformers model that loads offline (``similarity_model_dir`` in conf
 
 from __future__ import annotations
 
-import math
 
 import pytest
 
@@ -17,6 +16,7 @@ from clinconsensus_tasks.climedbench.dataset import load_scenario
 from clinconsensus_tasks.fake_openai_server import climedbench_answer
 from clinconsensus_tasks.scorers.climedbench.scenarios import DIMENSIONS, SCENARIOS, SIMILARITY, build_prompt, score_answer, summarize
 from frameworks import run_lmeval_tasks
+from hand_worked import CLIMEDBENCH, TOLERANCE
 
 pytestmark = pytest.mark.slow
 
@@ -73,6 +73,11 @@ def test_all_scenarios_identical_in_both_frameworks(fake_server, tmp_path, monke
         if scenario.kind != SIMILARITY:
             assert inspect_metrics[f"{code}/score"] == expected[f"{code}/score"], code
             assert inspect_metrics[f"{code}/parse_failure"] == expected[f"{code}/parse_failure"], code
+    # SSO's tau and ID1's accuracy equal the numbers worked out by hand (tests/hand_worked.py).
+    for name, value in CLIMEDBENCH.items():
+        code, metric = name.split("/")
+        assert inspect_metrics[name] == pytest.approx(value, abs=TOLERANCE, rel=0), name
+        assert results[SCENARIOS[code].task_name][f"{metric},answer"] == pytest.approx(value, abs=TOLERANCE, rel=0), name
     # The server's answers do exercise parse failures and imperfect orders.
     assert inspect_metrics["ID1/parse_failure"] + inspect_metrics["BKT/parse_failure"] > 0
     assert -1 <= inspect_metrics["SSO/kendall_tau"] < 1
@@ -99,7 +104,7 @@ def test_single_scenario_task_reports_plain_metric_names(fake_server, tmp_path):
 
 
 def test_loglikelihood_variants_are_defined_for_the_multiple_choice_scenarios():
-    from clinconsensus_tasks.lmeval_tasks import task_manager
+    from clinconsensus_tasks.lmeval_glue import task_manager
 
     manager = task_manager()
     names = set(manager.all_tasks)

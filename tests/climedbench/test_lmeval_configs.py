@@ -64,12 +64,13 @@ def test_task_metrics_are_what_process_results_returns():
         assert {m["aggregation"] for m in config["metric_list"]} == {"mean"}
 
 
+@pytest.mark.slow
 def test_lm_eval_uses_its_builtin_mean_for_every_metric(monkeypatch, similarity_model_dir):
     # Loading the WTD task checks its similarity model before any generation: give it one that loads.
     monkeypatch.setenv("CLIMEDBENCH_SIMILARITY_MODEL", str(similarity_model_dir))
     from lm_eval.api.metrics import mean, stderr_for_metric
 
-    from clinconsensus_tasks.lmeval_tasks import task_manager
+    from clinconsensus_tasks.lmeval_glue import task_manager
 
     tasks = task_manager().load([s.task_name for s in SCENARIOS.values()])["tasks"]
     for scenario in SCENARIOS.values():

@@ -77,7 +77,7 @@ def test_unscored_inspect_samples_are_listed_warned_about_and_refused_by_the_rep
 
 
 def _lmeval_samples(base_url, folder, bootstrap_iters=0):
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     results = simple_evaluate(
         tasks=["climedbench_sso"],

@@ -14,6 +14,7 @@ from clinconsensus_tasks.errors import ConfigurationError
 from conftest import TINY_CORPUS
 
 
+@pytest.mark.slow  # loads the sentence-transformers model (torch): tens of seconds on a busy machine
 def test_cosine_values_batches_and_one_load(similarity_model_dir):
     model = str(similarity_model_dir)
     pairs = [("停用抗菌药物。", "停用抗菌药物。"), ("The treatment is wrong.", "This treatment is inappropriate."),
@@ -27,6 +28,7 @@ def test_cosine_values_batches_and_one_load(similarity_model_dir):
     assert similarity.load_model(model) is similarity.load_model(model)
 
 
+@pytest.mark.slow  # loads the sentence-transformers model (torch): tens of seconds on a busy machine
 def test_batcher_groups_concurrent_requests(similarity_model_dir, monkeypatch):
     calls = []
     real = similarity.cosine_similarities
@@ -45,6 +47,7 @@ def test_batcher_groups_concurrent_requests(similarity_model_dir, monkeypatch):
     assert calls == [10] and len(values) == 10
 
 
+@pytest.mark.slow  # loads the sentence-transformers model (torch): tens of seconds on a busy machine
 def test_batcher_serves_requests_that_arrive_while_a_batch_is_embedding(similarity_model_dir, monkeypatch):
     # Regression: a request made while the previous batch was in the model was never flushed.
     real = similarity.cosine_similarities
@@ -78,6 +81,7 @@ def test_unloadable_model_is_an_error_that_says_what_to_do(tmp_path):
     assert "CLIMEDBENCH_SIMILARITY_MODEL=/path/to/model" in message and "train-simcse" in message
 
 
+@pytest.mark.slow
 def test_train_simcse_on_a_tiny_local_model(tiny_encoder_dir, tmp_path):
     from sentence_transformers import SentenceTransformer
 

@@ -36,6 +36,7 @@ def test_hub_id_with_the_hub_offline_fails_at_once(fake_server):
     assert "not in the Hugging Face cache, and HF_HUB_OFFLINE is set" in str(error.value)
 
 
+@pytest.mark.slow
 def test_inspect_task_with_wtd_checks_the_model_when_built(fake_server, monkeypatch, tmp_path):
     from clinconsensus_tasks.climedbench.inspect_task import climedbench
 
@@ -47,6 +48,7 @@ def test_inspect_task_with_wtd_checks_the_model_when_built(fake_server, monkeypa
     assert fake_server.stats()["calls"] == {}
 
 
+@pytest.mark.slow  # loads the sentence-transformers model (torch): tens of seconds on a busy machine
 def test_inspect_task_with_a_loadable_model_builds(similarity_model_dir):
     from clinconsensus_tasks.climedbench.inspect_task import climedbench_wtd
 
@@ -57,7 +59,7 @@ def test_inspect_task_with_a_loadable_model_builds(similarity_model_dir):
 
 @pytest.mark.slow
 def test_lmeval_with_wtd_stops_before_generation(fake_server, monkeypatch, tmp_path):
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     missing = str(tmp_path / "no-model-here")
     monkeypatch.setenv("CLIMEDBENCH_SIMILARITY_MODEL", missing)
@@ -72,6 +74,7 @@ def test_lmeval_with_wtd_stops_before_generation(fake_server, monkeypatch, tmp_p
     assert fake_server.stats()["calls"] == {}
 
 
+@pytest.mark.slow
 def test_scenarios_without_wtd_never_import_the_model(tmp_path):
     code = (
         "import sys\n"

@@ -28,6 +28,7 @@ from clinconsensus_tasks.scorers.climedbench.variants import (
 ALL_ITEMS = [(code, item) for code in SCENARIOS for item in load_scenario(code, announce=False).items]
 
 
+@pytest.mark.slow
 def test_rate_holds_within_one_character_on_every_sample_item():
     for seed in (0, 1, 7):
         for code, item in ALL_ITEMS:

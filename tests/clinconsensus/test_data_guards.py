@@ -191,7 +191,7 @@ def test_lmeval_refuses_the_data_before_any_request(fake_server, monkeypatch, ba
 
 
 def test_lmeval_dual_task_refuses_the_data_before_checking_either_judge(fake_server, monkeypatch, long_criterion_file):
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     monkeypatch.setenv("CLINCONSENSUS_DATA", str(long_criterion_file))
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODEL", "judge-model")

@@ -115,6 +115,7 @@ def _validate_hub(tmp_path, **env):
     return subprocess.run(cli, env={**os.environ, **env}, capture_output=True, text=True, timeout=300, cwd=tmp_path)
 
 
+@pytest.mark.slow
 def test_hub_unreachable_names_both_alternatives(tmp_path):
     # The hub endpoint points at a closed local port: the real failure of an unreachable hub.
     env = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0", "HF_HOME": str(tmp_path / "hf")}
@@ -124,6 +125,7 @@ def test_hub_unreachable_names_both_alternatives(tmp_path):
     assert "-T data=/path/to/clinconsensus_low.jsonl" in done.stderr and "`-T data=sample` / `CLINCONSENSUS_DATA=sample`" in done.stderr
 
 
+@pytest.mark.slow
 def test_hub_in_offline_mode_fails_fast_with_the_same_advice(tmp_path):
     done = _validate_hub(tmp_path, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
     assert done.returncode == 2

@@ -83,7 +83,7 @@ def test_inspect_grader_and_local_grader(fake_server, tmp_path):
 
 def test_lmeval_dual_task_matches_inspect(fake_server, tmp_path, monkeypatch):
 
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     log = run_dual_inspect(tmp_path)
     inspect_metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
@@ -109,7 +109,7 @@ def test_lmeval_dual_task_matches_inspect(fake_server, tmp_path, monkeypatch):
 
 def test_lmeval_dual_task_needs_the_second_judge(fake_server, monkeypatch):
     from clinconsensus_tasks.errors import ConfigurationError
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODEL", "judge-model")
     with pytest.raises(ConfigurationError, match="CLINCONSENSUS_LOCAL_JUDGE_BASE_URL and CLINCONSENSUS_LOCAL_JUDGE_MODEL"):

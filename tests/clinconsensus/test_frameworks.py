@@ -17,6 +17,7 @@ from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD
 
 from frameworks import HEADLINE, expected_metrics, run_inspect, run_lmeval
+from hand_worked import CLINCONSENSUS, TOLERANCE
 
 pytestmark = pytest.mark.slow
 
@@ -31,6 +32,9 @@ def test_both_frameworks_report_identical_metrics(fake_server, tmp_path):
     expected = expected_metrics()
     assert {k: inspect_metrics[k] for k in HEADLINE} == expected
     assert {k: lmeval_metrics[k] for k in HEADLINE} == expected
+    # And both equal the numbers worked out by hand (derivation in tests/hand_worked.py).
+    for metrics in (inspect_metrics, lmeval_metrics):
+        assert {k: metrics[k] for k in CLINCONSENSUS} == pytest.approx(CLINCONSENSUS, abs=TOLERANCE, rel=0)
     # The audience breakdown is in both results and equal to the last bit.
     for key in ("cacs@10(audience=lay)", "cacs@7(audience=professional)", "rubric_accuracy(audience=lay)"):
         assert inspect_metrics[key] == lmeval_metrics[key]
@@ -111,7 +115,7 @@ def test_lmeval_cached_rerun_reasks_a_cached_unparseable_verdict(fake_server, tm
 
 
 def test_lmeval_missing_judge_config_fails_before_the_model_runs(fake_server, monkeypatch):
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     monkeypatch.delenv("CLINCONSENSUS_JUDGE_BASE_URL")
     with pytest.raises(ConfigurationError, match="CLINCONSENSUS_JUDGE_BASE_URL and CLINCONSENSUS_JUDGE_MODEL"):
@@ -251,7 +255,7 @@ def test_empty_answers_are_not_sent_to_the_judge(fake_server, tmp_path):
     assert metrics["empty_answers"] == 12 and metrics["rubric_accuracy"] == 0 and metrics["judge_failures"] == 0
     assert fake_server.stats()["kinds"] == {"probe": 1, "candidate": 12}
     fake_server.reset()
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = "judge-model"
     results = simple_evaluate(
@@ -267,7 +271,7 @@ def test_a_judge_that_rejects_requests_stops_both_runs_before_generation(fake_se
     from inspect_ai import eval as inspect_eval
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     log = inspect_eval(
         clinconsensus(data="sample"), model="openai-api/cand/cand-model",
@@ -285,7 +289,7 @@ def test_a_judge_that_rejects_requests_stops_both_runs_before_generation(fake_se
 
 
 def test_thresholds_are_a_task_parameter_in_both_frameworks(fake_server, tmp_path):
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate, task_manager
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate, task_manager
 
     _, inspect_metrics = run_inspect(tmp_path / "logs", thresholds="5,7,10")
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = "judge-model"

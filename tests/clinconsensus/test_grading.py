@@ -101,7 +101,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (  # noqa: 
     JudgeFailureError,
     JudgeUnavailableError,
     classify,
-    parse_threshold,
+    parse_failure_share,
 )
 
 
@@ -168,9 +168,9 @@ def test_the_breaker_opens_after_a_run_of_transport_failures_only():
 
 
 def test_failure_threshold():
-    assert parse_threshold(None) == 0.01 and parse_threshold("2%") == 0.02 and parse_threshold("0") == 0.0
+    assert parse_failure_share(None) == 0.01 and parse_failure_share("2%") == 0.02 and parse_failure_share("0") == 0.0
     with pytest.raises(ValueError, match="between 0 and 1"):
-        parse_threshold("5")
+        parse_failure_share("5")
     tally = FailureTally.of_cases([(30, 1, {"unparseable verdict": 1}), (30, 0, {})])
     assert not tally.exceeds(0.02) and tally.exceeds(0.01) and not tally.exceeds(0)
     assert not tally.exceeds(0.01, planned=300)  # mid-run, against the judgments planned

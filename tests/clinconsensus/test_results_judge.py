@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 def lmeval_results(base_url: str, out: Path, metadata: dict | None = None) -> tuple[dict, list[dict]]:
     from lm_eval.loggers import EvaluationTracker
 
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     tracker = EvaluationTracker(output_path=str(out))
     results = simple_evaluate(model="local-chat-completions", apply_chat_template=True, limit=1, bootstrap_iters=0,

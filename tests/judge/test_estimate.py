@@ -14,6 +14,7 @@ from clinconsensus_tasks.scorers.usage import TokenUsage
 from frameworks import run_inspect
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["per_criterion", "batched"])
 def test_estimate_matches_the_tokens_a_run_is_charged(fake_server, tmp_path, capsys, mode):
     request = urllib.request.Request(fake_server.base_url.rsplit("/v1", 1)[0] + "/v1/config", data=json.dumps({"answer_chars": 900}).encode(),

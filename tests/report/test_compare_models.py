@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
@@ -18,6 +17,8 @@ from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.fake_openai_server import candidate_answer, degraded_case, oracle_verdict
 from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, summarize
 from frameworks import run_inspect, run_lmeval
+
+pytestmark = pytest.mark.slow  # every test runs both frameworks
 
 HEADLINE = ["rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10"]
 
@@ -128,7 +129,7 @@ def test_climedbench_runs_are_paired_by_item_across_frameworks(fake_server, tmp_
     from inspect_ai import eval as inspect_eval
 
     from clinconsensus_tasks.climedbench.inspect_task import climedbench
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     codes = ["ID1", "SSO", "KE"]
     for model in ("examinee-a", "examinee-b"):

@@ -44,6 +44,7 @@ def _totals(records) -> TokenUsage:
     return out
 
 
+@pytest.mark.slow
 def test_both_frameworks_record_the_judge_tokens_the_api_reported(fake_server, tmp_path, capsys):
     log, _ = run_inspect(tmp_path / "logs")
     served = TokenUsage.from_dict(fake_server.stats()["judge_usage"])

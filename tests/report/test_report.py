@@ -3,8 +3,8 @@
 Four logs are produced once for the module (two ClinConsensus runs, one of them with two judges,
 and two CliMedBench runs of different examinees). The tests check that every number in the report
 equals the metric the framework logged, that the bootstrap is reproducible, that the page is
-self-contained, and, when Chromium is installed (``.ci/install_report_deps.sh``), that a real
-browser renders every chart and the Chinese labels.
+self-contained, and that a real browser renders every chart and the Chinese labels (Chromium and a
+CJK font from ``.ci/install_report_deps.sh``; without them those tests fail and say so).
 """
 
 from __future__ import annotations
@@ -275,11 +275,7 @@ def _decode_png(data: bytes) -> tuple[list[bytes], int]:
 
 
 def test_renders_in_headless_chromium(runs, tmp_path):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not installed: run .ci/install_report_deps.sh")
-    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout if shutil.which("fc-list") else ""
-    if "Noto Sans CJK" not in fonts:
-        pytest.skip("no Noto Sans CJK font: run .ci/install_report_deps.sh")
+    _require_browser()
     url = Path(runs["info"]["html"]).resolve().as_uri()
     png = tmp_path / "report.png"
 
@@ -303,8 +299,13 @@ def test_renders_in_headless_chromium(runs, tmp_path):
 
 
 def _require_browser() -> None:
+    """Fail (not skip) without Chromium and a CJK font: a skipped browser test would let a report
+    that no browser can render pass in any install, editable or not."""
     if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not installed: run .ci/install_report_deps.sh")
+        pytest.fail(f"{CHROMIUM} not installed: run .ci/install_report_deps.sh (Debian, as root)")
+    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout if shutil.which("fc-list") else ""
+    if "Noto Sans CJK" not in fonts:
+        pytest.fail("no Noto Sans CJK font: run .ci/install_report_deps.sh (Debian, as root)")
 
 
 LONG_NAMES = ["openai-api/vllm-cluster-a/Qwen/Qwen3-235B-A22B-Instruct-2507-FP8-long-context",
@@ -397,7 +398,7 @@ def _write_samples(folder: Path, task: str, samples: list[dict]) -> Path:
 
 
 def test_report_from_lmeval_sample_files(fake_server, tmp_path, monkeypatch):
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODEL", "judge-model")
     results = simple_evaluate(

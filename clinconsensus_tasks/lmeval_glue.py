@@ -1,9 +1,10 @@
-"""Running the plugin's lm-eval tasks from Python without indexing lm-eval's built-in tasks.
+"""What both benchmarks' lm-eval glue shares, and running the package's lm-eval tasks from Python.
 
-``lm_eval`` indexes its ~14,000 built-in task YAMLs on start (about 20 s on a small machine). A
+Each benchmark's own glue (``clinconsensus/lmeval_task.py``, ``climedbench/lmeval_task.py``)
+imports from here, never from the other benchmark. ``lm_eval`` indexes its ~14,000 built-in task YAMLs on start (about 20 s on a small machine). A
 ``TaskManager`` restricted to this package's YAMLs skips that:
 
->>> from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+>>> from clinconsensus_tasks.lmeval_glue import simple_evaluate
 >>> results = simple_evaluate(model="local-chat-completions",
 ...     model_args={"model": "m", "base_url": "http://localhost:8000/v1/chat/completions"},
 ...     tasks=["clinconsensus"], apply_chat_template=True)
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 
 TASK_PREFIXES = ("clinconsensus", "climedbench")
@@ -38,6 +39,11 @@ def quiet_custom_dataset_hint() -> None:
     logger = logging.getLogger("lm_eval.api.task")
     if not any(isinstance(f, CustomDatasetHintFilter) for f in logger.filters):
         logger.addFilter(CustomDatasetHintFilter())
+
+
+def first_responses(resps: Sequence[Any]) -> list[str]:
+    """Each document's first response, as a string (lm-eval gives a list of ``repeats`` per doc)."""
+    return [(r[0] if isinstance(r, (list, tuple)) and r else r) or "" for r in resps]
 
 
 def task_configs_dir() -> Path:
