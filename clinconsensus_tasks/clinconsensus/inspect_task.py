@@ -40,6 +40,7 @@ from clinconsensus_tasks.judge.inspect_calls import (
     JudgeFailurePolicy,
     failure_threshold,
     judge_call_config,
+    judge_connections,
     judge_text,
     probe_call_config,
     single_client_attempt,
@@ -259,12 +260,19 @@ def rubric_scorer(
     decoding = dict(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
     breaker = CircuitBreaker(resume_hint=RESUME_HINT)
 
+    slots: dict[str, asyncio.Semaphore] = {}  # per judge: calls wait here, before the breaker, not inside Inspect
+
     def completer(model: Model, spent: list[TokenUsage]):
         single_client_attempt(model)
+        slot = slots.setdefault(str(model), asyncio.Semaphore(judge_connections(model)))
 
         async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
             config = judge_call_config(model, **decoding)
-            output = await model.generate(to_chat(messages), config=config, cache=judge_cache and not fresh)
+            # Wait for a connection first, then ask the breaker: a call queued while the judge
+            # died is then never sent (inside generate() it would wait past the breaker).
+            async with slot:
+                breaker.check()
+                output = await model.generate(to_chat(messages), config=config, cache=judge_cache and not fresh)
             spent.append(inspect_usage(output.usage))
             return judge_text(output)
 

@@ -57,6 +57,13 @@ def judge_call_config(model: Model, **decoding: Any) -> GenerateConfig:
     return GenerateConfig(**decoding, **limits)
 
 
+def judge_connections(model: Model) -> int:
+    """How many calls the judge takes at once: its role's ``max_connections``, else the command
+    line's, else the provider's default (what Inspect's own connection limit for it uses)."""
+    own, given = getattr(model.config, "max_connections", None), getattr(active_generate_config(), "max_connections", None)
+    return int(own or given or model.api.max_connections())
+
+
 def probe_call_config() -> GenerateConfig:
     """The judge check's call settings: 8 tokens, :data:`PROBE_LIMITS` whatever the command line says."""
     return GenerateConfig(max_tokens=8, **PROBE_LIMITS)

@@ -98,9 +98,10 @@ def test_a_dead_judge_fails_the_inspect_run_with_one_request_per_attempt(fake_se
     assert "inspect score LOG_FILE --overwrite" in log.error.message
     stats = fake_server.stats()
     assert stats["max_repeats"] == 2
-    # Calls already queued inside Inspect's connection limit when the breaker opened are still
-    # sent (the breaker is consulted before a call enters the model's generate): at most two each.
-    assert stats["statuses"]["500"] <= 2 * 30 * N_CASES
+    # Calls wait for a connection before the breaker is asked: once it opened, only the calls
+    # then in flight (the judge's 10 connections) were sent again.
+    assert stats["statuses"]["500"] <= 2 * (20 + 10)
+    assert "judge_unavailable (not sent: the judge was down)" in log.error.message
 
 
 # -- 3. failure policy -----------------------------------------------------------------------------
