@@ -15,6 +15,7 @@ from typing import Any, Literal, Sequence
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import (
+    CachePolicy,
     ChatMessage,
     ChatMessageAssistant,
     ChatMessageSystem,
@@ -63,6 +64,10 @@ def inspect_usage(usage: Any) -> TokenUsage:
     return TokenUsage.from_inspect(usage.input_tokens, usage.output_tokens, usage.input_tokens_cache_read, usage.input_tokens_cache_write)
 
 GRADER_ROLE = "grader"
+# Not per epoch (Inspect's default keys the cache by the epoch too, and `inspect score` runs outside
+# any epoch, so it found none of the verdicts the run obtained): a judge's greedy verdict on the
+# same prompt is the same verdict in every epoch and when re-scoring.
+JUDGE_CACHE = CachePolicy(per_epoch=False)
 # Bumped on any change of prompt, verdict parsing or scoring (see CHANGELOG.md).
 TASK_VERSION = "1.2"  # the same as metadata.version of the lm-eval YAMLs (task_configs/clinconsensus): bumped on any change of prompt, parsing or scoring
 LOCAL_GRADER_ROLE = "local_grader"  # optional second judge, e.g. the distilled local judge
@@ -272,7 +277,7 @@ def rubric_scorer(
             # died is then never sent (inside generate() it would wait past the breaker).
             async with slot:
                 breaker.check()
-                output = await model.generate(to_chat(messages), config=config, cache=judge_cache and not fresh)
+                output = await model.generate(to_chat(messages), config=config, cache=JUDGE_CACHE if judge_cache and not fresh else False)
             spent.append(inspect_usage(output.usage))
             return judge_text(output)
 
