@@ -32,6 +32,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases
+from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
 from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.inspect_compat import PrerequisiteError, register_logged_scorer_name
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
@@ -232,7 +233,7 @@ def _answer_with_reasoning(output: ModelOutput | None, keep_thinking: bool) -> t
     return output.completion, bool(reasoning)
 
 
-@scorer(metrics=[clinconsensus_metrics()])
+@scorer(metrics=[clinconsensus_metrics()], name=INSPECT_SCORER)  # logs key its scores by this name
 def rubric_scorer(
     judge_mode: str = PER_CRITERION,
     n_criteria: int = DEFAULT_N_CRITERIA,
