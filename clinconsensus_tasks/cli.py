@@ -3,7 +3,8 @@
 * ``demo``: everything end to end on the bundled samples against a built-in stand-in model and
   judge (no endpoint needed): both benchmarks, every installed framework, the report.
 * ``summarize LOG...``: headline metrics and breakdowns (difficulty, subject, task label,
-  audience) recomputed from an Inspect log or an lm-eval sample file, with any thresholds.
+  audience) recomputed from an Inspect log or an lm-eval sample file, with any thresholds;
+  ``--strict``: the release gate (see ``clinconsensus.release_gate``), exit 1 unless every run is fit to publish.
 * ``validate [DATA]``: validate a ClinConsensus data file (or ``sample``/``hub``) and print counts;
   ``validate --release FILE`` applies the public release's own checks.
 * ``export-official LOG...``: verdicts as ``<model>_judge.json`` files for the official scorer.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import unicodedata
 from collections import Counter
@@ -79,6 +81,8 @@ def _summarize(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.report.costs import judge_usage, usage_rows
     from clinconsensus_tasks.scorers.usage import parse_prices
 
+    if args.strict:
+        return _release_gate(args)
     prices = parse_prices(args.prices)
     report = {}
     all_records = {}
@@ -122,6 +126,26 @@ def _summarize(args: argparse.Namespace) -> int:
                   f"({row['cached_prompt_tokens']} cached), {row['completion_tokens']} completion tokens{cost}")
         print("(values in %)" if args.percent else "(fractions, as the frameworks report them; --percent for %)")
     return 0
+
+
+def _release_gate(args: argparse.Namespace) -> int:
+    """``summarize --strict``: one line per problem, naming the run; exit 1 if there is any."""
+    from clinconsensus_tasks.clinconsensus.release_gate import run_problems
+    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD, parse_threshold
+
+    threshold = parse_threshold(args.judge_failure_threshold if args.judge_failure_threshold is not None
+                                else os.environ.get(ENV_FAILURE_THRESHOLD), "--judge-failure-threshold")
+    failed = 0
+    for path in args.logs:
+        problems = run_problems(path, threshold, args.n_criteria)
+        failed += bool(problems)
+        for problem in problems:
+            print(f"FAIL {path}: {problem}")
+        if not problems:
+            print(f"ok   {path}")
+    if failed:
+        print(f"{failed} of {len(args.logs)} run(s) not fit to publish", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _validate_release(args: argparse.Namespace) -> int:
@@ -322,6 +346,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="judge prices per million tokens (input, cached input, output), per judge or for all; repeatable "
                         "(default: tokens only, no cost)")
     p.add_argument("--csv", metavar="DIR", help="also write cases.csv and summary.csv to DIR (default: none)")
+    p.add_argument("--strict", action="store_true",
+                   help="release gate instead of tables: exit 1 when a run is not a success (Inspect status, errored samples, "
+                        "lm-eval results file missing), its failed judgments pass the threshold, or it has suspect answers "
+                        "(`inspect eval` itself exits 0 whatever the status)")
+    p.add_argument("--judge-failure-threshold", metavar="SHARE",
+                   help="with --strict: the share of judgments that may fail (default $CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD, else 0.01)")
     p.set_defaults(func=_summarize)
 
     p = command(sub, "validate", "validate a ClinConsensus data file and print its counts")

@@ -15,6 +15,7 @@ from typing import Any, Literal, Sequence
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import (
+    CachePolicy,
     ChatMessage,
     ChatMessageAssistant,
     ChatMessageSystem,
@@ -26,7 +27,6 @@ from inspect_ai.model import (
     get_model,
     model_roles,
 )
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import JSONSchema
@@ -34,7 +34,9 @@ from inspect_ai.util import JSONSchema
 from clinconsensus_tasks import generation
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases
+from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
 from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
+from clinconsensus_tasks.inspect_compat import PrerequisiteError, register_logged_scorer_name
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.judge.input_limit import judge_input_limit, limited
 from clinconsensus_tasks.judge.inspect_server import judge_extra_body, judges_provenance, server_of
@@ -42,19 +44,20 @@ from clinconsensus_tasks.judge.server_info import ServerInfo
 from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
 from clinconsensus_tasks.judge.inspect_calls import (
     RESUME_HINT,
-    THRESHOLD_SETTING,
-    check_failures,
+    JudgeFailurePolicy,
     failure_threshold,
     judge_call_config,
+    judge_connections,
     judge_text,
+    probe_call_config,
     single_client_attempt,
 )
-from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, FailureTally
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, classify
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
-from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally, grade_case
+from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES, VERDICT_SCHEMA_DESCRIPTION, VERDICT_SCHEMA_NAME, verdict_schema
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
@@ -69,6 +72,10 @@ def inspect_usage(usage: Any) -> TokenUsage:
     return TokenUsage.from_inspect(usage.input_tokens, usage.output_tokens, usage.input_tokens_cache_read, usage.input_tokens_cache_write)
 
 GRADER_ROLE = "grader"
+# Not per epoch (Inspect's default keys the cache by the epoch too, and `inspect score` runs outside
+# any epoch, so it found none of the verdicts the run obtained): a judge's greedy verdict on the
+# same prompt is the same verdict in every epoch and when re-scoring.
+JUDGE_CACHE = CachePolicy(per_epoch=False)
 # The optional second judge, any model (an API model as well as a local one). The name is kept
 # although it says "local": users type it (--model-role local_grader=...), logs record it.
 LOCAL_GRADER_ROLE = "local_grader"
@@ -105,18 +112,19 @@ def clinconsensus_metrics(
     judge_failure_threshold: float | None = None,
 ) -> Metric:
     """Rubric accuracy, Pass@k, CACS@k with their standard errors, judge failures and, optionally,
-    breakdowns; with a second judge, its metrics and the agreement of the two. An error instead
-    when failed judgments exceed the failure threshold (``judge_failures``); ``suspect_answers``
+    breakdowns; with a second judge, its metrics and the agreement of the two. ``suspect_answers``
     counts answers flagged by ``answer_guard``.
+
+    Never raises on failed judgments: Inspect also calls a metric on the samples finished so far,
+    for its live display. The failure policy judges the whole run once, at its end
+    (:class:`JudgeFailurePolicy`); ``judge_failure_threshold`` is accepted for logs that record it.
 
     The metric reads every (case, epoch) score, not a reduced one (``scores="unreduced"``): each
     epoch's :class:`GradedCase` is in its score metadata, a case's epochs are averaged before the
     cases (standard errors clustered by case), and failed judgments of every epoch add up."""
-    threshold = failure_threshold(judge_failure_threshold)
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         records = [GradedCase.from_dict(s.score.metadata or {}, f"sample {s.sample_id!r}") for s in scores]
-        check_failures(records, threshold)
         results = [r.result() for r in records]
         out = summarize(results, thresholds, n_criteria)
         out.pop("cases")
@@ -205,9 +213,12 @@ async def _probe(judges: list[Model]) -> None:
     for judge in judges:
         single_client_attempt(judge)
         try:
-            await judge.generate(to_chat(PROBE_MESSAGES), config=judge_call_config(judge, max_tokens=8), cache=False)
+            await judge.generate(to_chat(PROBE_MESSAGES), config=probe_call_config(), cache=False)
         except Exception as exc:
-            raise ConfigurationError(f"The judge ({judge}) did not answer a test request: {type(exc).__name__}: {exc}") from exc
+            raise shown_alone(ConfigurationError(
+                f"The judge {judge} at {judge.api.base_url} did not answer a test request ({classify(exc)[1]}). "
+                "Check the grader role's model name, base URL and API key (-T judge_check=false skips this check)."
+            )) from None
 
 
 def _answer_with_reasoning(output: ModelOutput | None, keep_thinking: bool) -> tuple[str, bool]:
@@ -223,7 +234,7 @@ def _answer_with_reasoning(output: ModelOutput | None, keep_thinking: bool) -> t
     return output.completion, bool(reasoning)
 
 
-@scorer(metrics=[clinconsensus_metrics()])
+@scorer(metrics=[clinconsensus_metrics()], name=INSPECT_SCORER)  # logs key its scores by this name
 def rubric_scorer(
     judge_mode: str = PER_CRITERION,
     n_criteria: int = DEFAULT_N_CRITERIA,
@@ -234,8 +245,6 @@ def rubric_scorer(
     judge_max_tokens: int | None = None,
     judge_prompt: str | None = None,
     judge_sees_thinking: bool = False,
-    judge_failure_threshold: float | None = None,
-    planned_judgments: int = 0,
     judge_structured_output: bool = False,
 ) -> Scorer:
     """Grade each answer against its case's rubric with the judge model.
@@ -246,6 +255,12 @@ def rubric_scorer(
     ``project`` or a template file; it is resolved here, when the task is built, so a template
     that cannot be had stops the run before any answer. The metrics attached here use k = 7 and 10; the task
     attaches metrics for its own thresholds.
+
+    A failed judgment never errors the sample: it is recorded in the score (kind and reason), so
+    the answer stays in the log and ``inspect score LOG`` can re-judge it. Once the judge fails
+    too many calls in a row, the shared breaker fails the remaining judgments at once, with no
+    request sent. Whether the failures are too many is decided once, at the end of the run, by
+    the task's :class:`JudgeFailurePolicy`.
     """
     judge_mode = settings.judge_mode(judge_mode)
     template = load_judge_prompt(judge_prompt, judge_mode)
@@ -254,16 +269,22 @@ def rubric_scorer(
     if judge_structured_output:  # response_format with the verdict's schema; the verdict rule still applies
         decoding["response_schema"] = ResponseSchema(name=VERDICT_SCHEMA_NAME, json_schema=JSONSchema.model_validate(verdict_schema(judge_mode)),
                                                      description=VERDICT_SCHEMA_DESCRIPTION, strict=True)
-    threshold = failure_threshold(judge_failure_threshold)
-    breaker, tally = CircuitBreaker(resume_hint=RESUME_HINT), FailureTally()
+    breaker = CircuitBreaker(resume_hint=RESUME_HINT)
+
+    slots: dict[str, asyncio.Semaphore] = {}  # per judge: calls wait here, before the breaker, not inside Inspect
 
     def completer(model: Model, spent: list[TokenUsage], server: ServerInfo):
         single_client_attempt(model)
         extra_body = judge_extra_body(model, server) or None  # thinking off where the server takes it
+        slot = slots.setdefault(str(model), asyncio.Semaphore(judge_connections(model)))
 
         async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
             config = judge_call_config(model, **decoding, extra_body=extra_body)
-            output = await model.generate(to_chat(messages), config=config, cache=judge_cache and not fresh)
+            # Wait for a connection first, then ask the breaker: a call queued while the judge
+            # died is then never sent (inside generate() it would wait past the breaker).
+            async with slot:
+                breaker.check()
+                output = await model.generate(to_chat(messages), config=config, cache=JUDGE_CACHE if judge_cache and not fresh else False)
             spent.append(inspect_usage(output.usage))
             return judge_text(output)
 
@@ -293,9 +314,6 @@ def rubric_scorer(
         if second:
             record = record.with_local(second[0])
         record = replace(record, answer_truncated=truncated, thinking_removed=seen.thinking_removed or (reasoned and not judge_sees_thinking))
-        # Failure policy: the sample that takes the run past the threshold of the planned judgments stops it.
-        tally.add_tally(failure_tally([record]))
-        tally.check(threshold, RESUME_HINT, THRESHOLD_SETTING, planned_judgments)
         note = f"{record.met}/{record.judged} criteria met" + (f", {record.failures} failed judgment(s)" if record.failures else "")
         if record.answer_empty:
             note = "empty answer: no criterion met (not sent to the judge)"
@@ -312,6 +330,9 @@ def rubric_scorer(
         )
 
     return score
+
+
+register_logged_scorer_name(rubric_scorer)  # `inspect score LOG` finds it by the name the log records
 
 
 @task
@@ -361,15 +382,17 @@ def clinconsensus(
             the judge grades the reply as the user saw it).
         revision: the hub revision (branch, tag or commit) of ``data=hub``; default
             ``$CLINCONSENSUS_DATA_REVISION``, else the default branch.
-        judge_failure_threshold: the share of failed judgments that ends the run with an error
-            (default ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD`` or 0.01; 0 = never stop).
+        judge_failure_threshold: the share of the planned judgments that may fail (default
+            ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD`` or 0.01; 0 = no limit). Above it the run ends
+            with status ``error`` once every sample is done (:class:`JudgeFailurePolicy`);
+            judgments of samples that errored count as failed.
         judge_structured_output: ask the judge for JSON by ``response_format`` (off by default: the
             released judge was trained on the fenced format; an API without it answers 400).
     """
     try:
         ks = settings.thresholds(thresholds, n_criteria)
         judge_mode = settings.judge_mode(judge_mode)
-        failure_threshold(judge_failure_threshold)
+        threshold = failure_threshold(judge_failure_threshold)
         loaded = load_cases(data, n_criteria, revision)
     except ClinConsensusError as exc:
         raise shown_alone(exc) from exc
@@ -377,9 +400,10 @@ def clinconsensus(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check),
         scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading,
-                             judge_max_tokens, judge_prompt, judge_sees_thinking, judge_failure_threshold, len(loaded.cases) * n_criteria,
+                             judge_max_tokens, judge_prompt, judge_sees_thinking,
                              judge_structured_output=judge_structured_output),
-        metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns, judge_failure_threshold)],
+        metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
+        early_stopping=JudgeFailurePolicy(threshold, judges=lambda: 1 + (local_grader() is not None)),
         config=generation.CLINCONSENSUS.inspect_config(max_tokens=answer_max_tokens),
         metadata={**data_provenance(loaded), "judge_mode": judge_mode, "generation": generation.CLINCONSENSUS.record(), **prompt_record(load_judge_prompt(judge_prompt, judge_mode), judge_mode)},
         version=TASK_VERSION,

@@ -58,13 +58,15 @@ def _lmeval_cases(path: Path) -> Iterator[LoggedCase]:
             yield LoggedCase(graded, str(doc.get("question", "")), str(answer), _rubrics(doc), doc, where)
 
 
-def _inspect_cases(path: Path) -> Iterator[LoggedCase]:
+def _inspect_cases(path: Path, skip_errored: bool = False) -> Iterator[LoggedCase]:
     from inspect_ai.log import read_eval_log
 
     log = read_eval_log(str(path))
     for sample in log.samples or []:
         score = (sample.scores or {}).get(INSPECT_SCORER)
         where = f"{path}: sample {sample.id!r} (epoch {sample.epoch})"
+        if score is None and skip_errored and sample.error is not None:
+            continue
         if score is None:
             raise DataValidationError([f"{where}: no '{INSPECT_SCORER}' score (did the sample error?)"])
         try:
@@ -77,13 +79,14 @@ def _inspect_cases(path: Path) -> Iterator[LoggedCase]:
         yield LoggedCase(graded, question, answer, _rubrics(meta), meta, where)
 
 
-def read_case_records(path: str | Path) -> list[LoggedCase]:
-    """Graded cases from an Inspect log or an lm-eval ``--log_samples`` file."""
+def read_case_records(path: str | Path, skip_errored: bool = False) -> list[LoggedCase]:
+    """Graded cases from an Inspect log or an lm-eval ``--log_samples`` file; an Inspect sample
+    without a score is an error unless it errored and ``skip_errored`` (the caller counts those)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such log file: {path}")
     if path.suffix == ".jsonl":
         return list(_lmeval_cases(path))
     if path.suffix in (".eval", ".json"):
-        return list(_inspect_cases(path))
+        return list(_inspect_cases(path, skip_errored))
     raise ValueError(f"{path}: expected an Inspect log (.eval/.json) or an lm-eval samples file (.jsonl)")

@@ -19,15 +19,19 @@ Here every judge call gets:
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import Any, Callable
 
+from inspect_ai.dataset import Sample
 from inspect_ai.model import GenerateConfig, Model, ModelOutput
-from inspect_ai.model._generate_config import active_generate_config
+from inspect_ai.scorer import SampleScore
 
+from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
 from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.inspect_compat import active_generate_config
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ENV_FAILURE_THRESHOLD,
     ERROR_REQUEST,
+    FailureTally,
     JudgeCallError,
     parse_failure_share,
 )
@@ -36,6 +40,10 @@ from clinconsensus_tasks.scorers.redact import hold_secret, hold_url_secrets, re
 
 JUDGE_CALL_DEFAULTS: dict[str, int] = {"max_retries": 5, "timeout": 600, "attempt_timeout": 180}
 """Per judge call: 5 retries (Inspect backs off from 3 s), at most 600 s in all, 180 s per attempt."""
+PROBE_LIMITS: dict[str, int] = {"max_retries": 1, "timeout": 20, "attempt_timeout": 10}
+"""The judge check's one request: a wrong URL, key or model must fail in seconds, not after the
+minutes of retries a real judgment deserves (a refused connection fails within Inspect's first
+3 s back-off; a silent host after two 8 s attempts)."""
 
 _REFUSED = ("model_length", "content_filter")
 
@@ -48,6 +56,18 @@ def judge_call_config(model: Model, **decoding: Any) -> GenerateConfig:
         own, given = getattr(model.config, name, None), getattr(active, name, None)
         limits[name] = own if own is not None else given if given is not None else default
     return GenerateConfig(**decoding, **limits)
+
+
+def judge_connections(model: Model) -> int:
+    """How many calls the judge takes at once: its role's ``max_connections``, else the command
+    line's, else the provider's default (what Inspect's own connection limit for it uses)."""
+    own, given = getattr(model.config, "max_connections", None), getattr(active_generate_config(), "max_connections", None)
+    return int(own or given or model.api.max_connections())
+
+
+def probe_call_config() -> GenerateConfig:
+    """The judge check's call settings: 8 tokens, :data:`PROBE_LIMITS` whatever the command line says."""
+    return GenerateConfig(max_tokens=8, **PROBE_LIMITS)
 
 
 def single_client_attempt(model: Model) -> None:
@@ -76,11 +96,13 @@ def judge_text(output: ModelOutput) -> str:
 
 
 RESUME_HINT = (
-    "Every verdict obtained is in Inspect's response cache (judge_cache=true) and is not paid for again: "
-    "once the judge works, finish with `inspect eval-retry LOG_FILE` (re-runs the samples that stopped) "
-    "or re-grade the logged answers with `inspect score LOG_FILE --overwrite`."
+    "No model answer is lost: every case is in the log with its answer and the verdicts obtained (also in "
+    "Inspect's response cache, judge_cache=true). Once the judge works, finish the run by asking only the "
+    "judge: `inspect score LOG_FILE --overwrite --action overwrite` (not `inspect eval-retry`, which "
+    "generates the answers again), then check it with `clinconsensus-eval summarize --strict LOG_FILE`."
 )
 THRESHOLD_SETTING = f"-T judge_failure_threshold (or {ENV_FAILURE_THRESHOLD})"
+POLICY_NAME = "clinconsensus judge failure policy"
 
 
 def failure_threshold(value: float | str | None) -> float:
@@ -92,6 +114,54 @@ def failure_threshold(value: float | str | None) -> float:
         raise ConfigurationError(str(exc)) from None
 
 
-def check_failures(records: Sequence[GradedCase], threshold: float) -> None:
-    """End the run (an error, so the log is not a success) when failed judgments exceed ``threshold``."""
-    failure_tally(records).check(threshold, RESUME_HINT, THRESHOLD_SETTING)
+class JudgeFailurePolicy:
+    """The judge failure policy of an Inspect task, applied once, to the whole run.
+
+    Why Inspect's early-stopping protocol (``Task(early_stopping=...)``, public in
+    ``inspect_ai.util.EarlyStopping``) and not the metric, the scorer or a hook (read in
+    inspect-ai 0.3.285, ``_eval/task/run.py``):
+
+    * a metric is also called on partial score lists for the live display, so it cannot tell
+      the end of the run from its first few samples; it must never raise;
+    * a scorer that raises errors its sample only, and ``--fail-on-error 0.8`` or
+      ``--no-fail-on-error`` then turn the run into a success; it sees neither ``--limit`` nor
+      ``--epochs``, nor samples that errored before scoring;
+    * hooks (``inspect_ai.hooks``) are global to the process and their exceptions are swallowed;
+    * an early-stopping manager belongs to the task, is told the samples and epochs actually run
+      (``start_task``: the judgments planned), every sample scored (``complete_sample``, reused
+      ones on retry too), and is called once when all samples are done (``complete_task``), inside
+      the task's error handling: raising there ends the task with status ``error`` and this
+      message, whatever ``--fail-on-error`` says. It never stops a sample (``schedule_sample``
+      returns ``None``).
+
+    Judgments planned but not made (samples that errored) count as failed. The outcome (planned,
+    judged, failed, threshold) is returned as the manager's metadata, so the log records it in
+    ``results.early_stopping``.
+    """
+
+    def __init__(self, threshold: float, judges: Callable[[], int] = lambda: 1):
+        self.threshold = threshold
+        self.judges = judges
+        self.planned = 0
+        self.tally = FailureTally()
+
+    async def start_task(self, task: Any, samples: list[Sample], epochs: int) -> str:
+        criteria = sum(len((s.metadata or {}).get("rubrics") or ()) for s in samples)
+        self.planned = criteria * epochs * self.judges()
+        self.tally = FailureTally()
+        return POLICY_NAME
+
+    async def schedule_sample(self, id: str | int, epoch: int) -> None:
+        return None
+
+    async def complete_sample(self, id: str | int, epoch: int, scores: dict[str, SampleScore]) -> None:
+        score = scores.get(INSPECT_SCORER)
+        if score is not None and score.score.metadata:
+            record = GradedCase.from_dict(score.score.metadata, f"sample {id!r} (epoch {epoch})")
+            self.tally.add_tally(failure_tally([record]))
+
+    async def complete_task(self) -> dict[str, Any]:
+        run = self.tally.with_unjudged(self.planned)
+        run.check(self.threshold, RESUME_HINT, THRESHOLD_SETTING)
+        return {"planned_judgments": self.planned, "judged": self.tally.judged, "failed_judgments": run.failed,
+                "unjudged": run.judged - self.tally.judged, "threshold": self.threshold}

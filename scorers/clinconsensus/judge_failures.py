@@ -9,12 +9,16 @@ too low number. The policy, shared by the Inspect and lm-eval adapters:
   client's own retries: 5xx, 429, time-outs, dropped connections), ``unparseable`` (a reply with
   no usable verdict after re-asking) or ``judge_unavailable`` (the circuit breaker is open);
 * :class:`CircuitBreaker`: a judge that fails :data:`BREAKER_LIMIT` transport calls in a row is taken as
-  down, and the run stops at once (:class:`JudgeUnavailableError`) instead of retrying every
-  remaining criterion for minutes;
-* :class:`FailureTally`: when failed judgments exceed a share of all judgments
-  (:data:`DEFAULT_FAILURE_THRESHOLD`, 1%; 0 = never stop), the run ends with a
-  :class:`JudgeFailureError` naming the count, the main reasons and how to finish the run
-  without paying again for the verdicts already obtained.
+  down: every later call of the run fails at once as ``judge_unavailable``, with no request sent,
+  instead of retrying every remaining criterion for minutes. The judgment is recorded as failed
+  (the case keeps its answer and its other verdicts), so nothing the model produced is lost and a
+  re-grade asks only the judge;
+* :class:`FailureTally`: the policy judges the WHOLE run, once, when every case is graded: when
+  failed judgments exceed a share of the judgments planned (:data:`DEFAULT_FAILURE_THRESHOLD`, 1%;
+  0 = never stop), the run ends with a :class:`JudgeFailureError` naming the count, the main
+  reasons and how to finish the run without paying again for the verdicts already obtained.
+  Judgments planned but never made (a case whose sample errored) count as failed
+  (:meth:`FailureTally.with_unjudged`).
 
 No framework is imported here: exceptions are classified by their ``status_code`` attribute (or
 their ``response.status_code``), which the OpenAI SDK, httpx and most HTTP clients provide.
@@ -35,6 +39,8 @@ ERROR_TRANSPORT = "transport"
 ERROR_UNPARSEABLE = "unparseable"
 ERROR_JUDGE_UNAVAILABLE = "judge_unavailable"
 
+UNJUDGED = "not judged (the case errored before its verdicts)"
+
 DEFAULT_FAILURE_THRESHOLD = 0.01
 BREAKER_LIMIT = 20
 ENV_FAILURE_THRESHOLD = "CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD"
@@ -52,7 +58,9 @@ class JudgeCallError(Exception):
 
 
 class JudgeUnavailableError(RuntimeError):
-    """The circuit breaker is open: the judge failed too many calls in a row."""
+    """The circuit breaker is open: the judge failed too many calls in a row. Raised by
+    :meth:`CircuitBreaker.check` before a call would be sent; the grading loop records it as a
+    ``judge_unavailable`` failed judgment, so it never leaves a case's grading."""
 
 
 class JudgeFailureError(RuntimeError):
@@ -92,6 +100,8 @@ def reason_label(kind: str | None, error: str | None) -> str:
     """A failure's reason without its details, for counting the main reasons of a run."""
     if kind == ERROR_UNPARSEABLE:
         return "unparseable verdict"
+    if kind == ERROR_JUDGE_UNAVAILABLE:
+        return "judge_unavailable (not sent: the judge was down)"
     return f"{kind or 'error'}: {(error or '').split(': ', 1)[0]}"
 
 
@@ -117,8 +127,10 @@ def parse_failure_share(raw: str | float | None, source: str = ENV_FAILURE_THRES
 class CircuitBreaker:
     """Counts judge calls that failed in transport in a row (shared by all concurrent calls of a run).
 
-    A reply, usable or not, resets the count (a refused request neither counts nor resets); :data:`BREAKER_LIMIT` failures in a row open the
-    breaker, and from then on every call raises :class:`JudgeUnavailableError` without being sent.
+    A reply, usable or not, resets the count (a refused request neither counts nor resets);
+    :data:`BREAKER_LIMIT` failures in a row open the breaker, and from then on :meth:`check`
+    raises :class:`JudgeUnavailableError` before any call is sent. Opening it raises nothing: the
+    call that opened it is a transport failure like the ones before it.
     """
 
     def __init__(self, limit: int = BREAKER_LIMIT, resume_hint: str = ""):
@@ -137,17 +149,18 @@ class CircuitBreaker:
         self.reasons.clear()
 
     def failure(self, kind: str, reason: str) -> None:
-        """Count a failed call; raise :class:`JudgeUnavailableError` when this one opens the breaker."""
+        """Count a failed call; open the breaker when this one reaches the limit."""
+        if self.opened:
+            return
         self.in_a_row += 1
         self.reasons[reason_label(kind, reason)] += 1
         if self.limit and self.in_a_row >= self.limit:
             self.opened = True
-            raise JudgeUnavailableError(self.message())
 
     def message(self) -> str:
         reasons = ", ".join(f"{label} x{n}" for label, n in self.reasons.most_common(3))
-        return redact(f"The judge failed {self.in_a_row} calls in a row ({reasons}): it looks down, so the run stops "
-                      f"now instead of retrying every remaining criterion. {self.resume_hint}").strip()
+        return redact(f"The judge failed {self.in_a_row} calls in a row ({reasons}): it looks down, so no further "
+                      f"request is sent and every remaining judgment fails. {self.resume_hint}").strip()
 
 
 @dataclass
@@ -167,6 +180,16 @@ class FailureTally:
             tally.failed += int(failed)
             tally.reasons.update(reasons or {})
         return tally
+
+    def with_unjudged(self, planned: int) -> "FailureTally":
+        """This tally with the judgments planned but never made (``planned`` minus those judged,
+        e.g. of cases whose sample errored) counted as failed: a run cannot pass by losing cases."""
+        missing = max(0, planned - self.judged)
+        if not missing:
+            return self
+        reasons = self.reasons.copy()
+        reasons[UNJUDGED] += missing
+        return FailureTally(self.judged + missing, self.failed + missing, reasons)
 
     def add_tally(self, other: "FailureTally") -> None:
         self.judged += other.judged

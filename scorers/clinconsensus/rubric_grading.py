@@ -8,7 +8,9 @@ client with its on-disk cache. Transport retries (429, 5xx, timeouts) are the cl
 an exception that still escapes it ends that criterion's judgment as a failure, recorded with its
 kind and reason (``judge_failures.classify``: a refused request is not asked again), and never
 disturbs the verdicts already obtained for other criteria. An optional shared
-:class:`~judge_failures.CircuitBreaker` stops the whole run when the judge fails call after call.
+:class:`~judge_failures.CircuitBreaker` stops sending once the judge fails call after call: the
+remaining judgments fail at once as ``judge_unavailable`` (nothing leaves this module as an
+exception, so no framework loses the case's answer; the run's failure policy decides at the end).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
     prompt_echo,
 )
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
+    ERROR_JUDGE_UNAVAILABLE,
     ERROR_TRANSPORT,
     ERROR_UNPARSEABLE,
     CircuitBreaker,
@@ -95,13 +98,14 @@ class _CallFailed(Exception):
 
 
 async def _ask(complete: Complete, messages: Messages, fresh: bool, breaker: CircuitBreaker | None) -> str:
-    """One judge call through the breaker; a failed call raises :class:`_CallFailed` with its kind."""
-    if breaker is not None:
-        breaker.check()
+    """One judge call through the breaker; a failed call raises :class:`_CallFailed` with its kind
+    (``judge_unavailable`` when the breaker is open: nothing was sent)."""
     try:
+        if breaker is not None:
+            breaker.check()
         text = await complete(messages, fresh)
-    except JudgeUnavailableError:
-        raise
+    except JudgeUnavailableError as exc:  # the breaker, here or in the client just before sending
+        raise _CallFailed(ERROR_JUDGE_UNAVAILABLE, str(exc)) from exc
     except Exception as exc:  # the client already retried transient errors
         kind, reason = classify(exc)
         if breaker is not None and kind == ERROR_TRANSPORT:  # a refused request says nothing of the judge's health
@@ -218,8 +222,8 @@ async def grade_answer(
     concurrency); each
     unparseable verdict is asked again, ``max_attempts`` attempts in all. In ``batched`` mode the
     re-ask covers only the criteria still missing a verdict. A call that raises is not asked
-    again; with a ``breaker`` shared by the run, too many such calls in a row raise
-    :class:`~judge_failures.JudgeUnavailableError` out of here.
+    again; with a ``breaker`` shared by the run, once too many such calls in a row failed, the
+    remaining ones fail as ``judge_unavailable`` without being sent.
     """
     check_judge_mode(mode)
     if not (answer or "").strip():

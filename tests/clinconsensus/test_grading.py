@@ -100,6 +100,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (  # noqa: 
     FailureTally,
     JudgeFailureError,
     JudgeUnavailableError,
+    UNJUDGED,
     classify,
     parse_failure_share,
 )
@@ -144,9 +145,9 @@ def test_the_breaker_opens_after_a_run_of_transport_failures_only():
     breaker.success()  # a reply resets the run
     breaker.failure("transport", "ConnectionError: x")
     breaker.failure("transport", "ConnectionError: x")
+    breaker.check()
+    breaker.failure("transport", "ConnectionError: x")  # opens it: the call that did is a transport failure
     with pytest.raises(JudgeUnavailableError, match=r"failed 3 calls in a row \(transport: ConnectionError x3\)"):
-        breaker.failure("transport", "ConnectionError: x")
-    with pytest.raises(JudgeUnavailableError):
         breaker.check()
 
     rubrics = [(f"C{i}", f"标准{i}") for i in range(BREAKER_LIMIT + 5)]
@@ -156,9 +157,13 @@ def test_the_breaker_opens_after_a_run_of_transport_failures_only():
         sent.append(1)
         raise HTTPError(500, "down")
 
-    with pytest.raises(JudgeUnavailableError):
-        asyncio.run(grade_answer("问题", "回答", rubrics, dead, breaker=CircuitBreaker()))
+    # A dead judge never raises out of grading: the calls after the breaker opened fail at once,
+    # unsent, as judge_unavailable; the case keeps its answer and the run's policy decides.
+    out = asyncio.run(grade_answer("问题", "回答", rubrics, dead, breaker=CircuitBreaker()))
     assert len(sent) == BREAKER_LIMIT
+    kinds = [j.error_kind for j in out]
+    assert kinds == ["transport"] * BREAKER_LIMIT + ["judge_unavailable"] * 5
+    assert out[-1].attempts == 1 and "failed 20 calls in a row" in out[-1].error
 
     async def refusing(messages, fresh):
         raise HTTPError(400, "too long")
@@ -174,6 +179,10 @@ def test_failure_threshold():
     tally = FailureTally.of_cases([(30, 1, {"unparseable verdict": 1}), (30, 0, {})])
     assert not tally.exceeds(0.02) and tally.exceeds(0.01) and not tally.exceeds(0)
     assert not tally.exceeds(0.01, planned=300)  # mid-run, against the judgments planned
+    # Judgments planned but never made (errored samples) count as failed, with their own reason.
+    whole = tally.with_unjudged(120)
+    assert (whole.judged, whole.failed) == (120, 61) and whole.reasons[UNJUDGED] == 60
+    assert tally.with_unjudged(60) is tally
     with pytest.raises(JudgeFailureError, match=r"^1 of 60 judge verdicts failed \(1\.7%, above the 1\.0% allowed by X\); main reasons: unparseable verdict x1\. .* resume here\. To accept"):
         tally.check(0.01, "resume here.", "X")
 

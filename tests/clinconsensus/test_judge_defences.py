@@ -19,7 +19,7 @@ from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.fake_openai_server import FakeOpenAIServer, candidate_answer
 from clinconsensus_tasks.scorers.clinconsensus.answer_guard import SUSPECT_SECTION_MARKER, SUSPECT_THINK_TAG, SUSPECT_VERDICT_JSON, suspect_reasons
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import openai_response_format
-from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD, JudgeFailureError, JudgeUnavailableError
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD, JudgeFailureError
 from frameworks import HEADLINE, expected_metrics, run_inspect, run_lmeval
 
 N_CASES = len(load_cases("sample").cases)
@@ -196,19 +196,24 @@ def test_a_hanging_judge_is_cut_off_by_the_command_lines_attempt_timeout(fake_se
     assert "failed 20 calls in a row" in done.stdout + done.stderr, done.stderr[-2000:]
     log = _last_log(tmp_path)
     assert log.status == "error"
-    assert "failed 20 calls in a row" in log.error.message and "AttemptTimeoutError" in log.error.message
+    assert "judge verdicts failed" in log.error.message and "transport: AttemptTimeoutError" in log.error.message
 
 
-def test_a_dead_judge_stops_the_inspect_run_with_one_request_per_attempt(fake_server, tmp_path):
+def test_a_dead_judge_fails_the_inspect_run_with_one_request_per_attempt(fake_server, tmp_path):
     # Every judge call answers 500. --max-retries 1 means two HTTP requests per judgment: the
-    # OpenAI SDK inside the provider must not retry each of Inspect's attempts again.
+    # OpenAI SDK inside the provider must not retry each of Inspect's attempts again. Once the
+    # breaker opens, the remaining judgments fail unsent; the policy ends the run at its end.
     log, _ = run_inspect(tmp_path / "logs", judge="judge-down", expect_success=False, max_retries=1, judge_check=False)
-    assert log.status == "error"
-    assert "The judge failed 20 calls in a row (transport: InternalServerError (HTTP 500) x20)" in log.error.message
-    assert "inspect eval-retry" in log.error.message
+    assert log.status == "error" and len(log.samples) == N_CASES
+    assert f"{30 * N_CASES} of {30 * N_CASES} judge verdicts failed" in log.error.message
+    assert "transport: InternalServerError (HTTP 500)" in log.error.message
+    assert "inspect score LOG_FILE --overwrite" in log.error.message
     stats = fake_server.stats()
     assert stats["max_repeats"] == 2
-    assert stats["statuses"]["500"] < 2 * 30 * N_CASES
+    # Calls wait for a connection before the breaker is asked: once it opened, only the calls
+    # then in flight (the judge's 10 connections) were sent again.
+    assert stats["statuses"]["500"] <= 2 * (20 + 10)
+    assert "judge_unavailable (not sent: the judge was down)" in log.error.message
 
 
 # -- 3. failure policy -----------------------------------------------------------------------------
@@ -220,7 +225,7 @@ def test_failed_judgments_over_the_threshold_end_both_runs(fake_server, tmp_path
     log, _ = run_inspect(tmp_path / "logs", judge="judge-flaky", expect_success=False)
     assert log.status == "error"
     assert re.search(r"\d+ of \d+ judge verdicts failed \(\d+\.\d%, above the 1\.0% allowed by -T judge_failure_threshold", log.error.message)
-    assert "main reasons: unparseable verdict x" in log.error.message and "inspect eval-retry" in log.error.message
+    assert "main reasons: unparseable verdict x" in log.error.message and "inspect score LOG_FILE" in log.error.message
     with pytest.raises(JudgeFailureError) as info:
         run_lmeval(fake_server.base_url, judge="judge-flaky")
     message = str(info.value)
@@ -241,7 +246,7 @@ def test_failed_judgments_over_the_threshold_end_both_runs(fake_server, tmp_path
 def test_a_dead_judge_stops_lmeval_at_once(fake_server, monkeypatch):
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_MAX_RETRIES", "0")
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_CHECK", "0")
-    with pytest.raises(JudgeUnavailableError, match=r"failed 20 calls in a row \(transport: InternalServerError \(HTTP 500\) x20\)"):
+    with pytest.raises(JudgeFailureError, match=rf"^{30 * N_CASES} of {30 * N_CASES} judge verdicts failed .*judge_unavailable \(not sent: the judge was down\)"):
         run_lmeval(fake_server.base_url, judge="judge-down")
     # Stopped with the calls in flight (concurrency 32, and one more for each of the first 19
     # failures), not after all 360 judgments.

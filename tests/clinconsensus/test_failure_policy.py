@@ -1,0 +1,208 @@
+"""The judge failure policy judges the whole run once, the same way in Inspect and lm-eval; a judge
+failure never costs a model answer; a wrong judge URL fails in seconds; the release gate (issue 18,
+items 4-7).
+
+Every test talks to the real HTTP stand-in on 127.0.0.1 (``fake_server``). Scripted judges
+(``fake_server.script``) stand in for judges that garble a verdict, answer HTTP 500, or die in the
+middle of a run; ``cand-*`` model names stand in for the model under test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clinconsensus_tasks.clinconsensus.dataset import load_cases
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD, JudgeFailureError
+
+pytestmark = pytest.mark.slow
+
+CASES = load_cases("sample").cases[:4]  # --limit 4: 120 judgments
+VERDICT_MET = json.dumps({"explanation": "回答满足该标准。", "criteria_met": True}, ensure_ascii=False)
+BIN = Path(sys.executable).parent
+
+
+def garbling(criteria: list[str]):
+    """A judge that says "met" to everything, but answers the given criteria with prose only."""
+    def reply(req) -> str:
+        return "我认为这条标准大致满足。" if any(c in req.user for c in criteria) else VERDICT_MET
+    return reply
+
+
+def failing_cases(cases, status: int = 500):
+    """A judge answering ``status`` for every criterion of the given cases, "met" otherwise."""
+    questions = [c.question for c in cases]
+
+    def reply(req):
+        return (status, "internal error") if any(q in req.user for q in questions) else VERDICT_MET
+    return reply
+
+
+def inspect_run(log_dir: Path, judge: str, candidate: str = "cand-model", **eval_args):
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    task_args = eval_args.pop("task_args", {})
+    eval_args.setdefault("limit", 4)
+    return inspect_eval(clinconsensus(data="sample", **task_args), model=f"openai-api/cand/{candidate}",
+                        model_roles={"grader": f"openai-api/judge/{judge}"}, log_dir=str(log_dir),
+                        max_retries=1, **{"display": "none", **eval_args})[0]
+
+
+def lmeval_run(base_url: str, judge: str, output_path: Path | None = None):
+    from lm_eval.loggers import EvaluationTracker
+
+    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+
+    os.environ["CLINCONSENSUS_JUDGE_MODEL"] = judge
+    tracker = EvaluationTracker(output_path=str(output_path)) if output_path else None
+    results = simple_evaluate(model="local-chat-completions", limit=4, log_samples=True, bootstrap_iters=0,
+                              model_args={"model": "cand-model", "base_url": f"{base_url}/chat/completions", "num_concurrent": 4},
+                              apply_chat_template=True, evaluation_tracker=tracker)
+    if tracker is not None:
+        tracker.save_results_aggregated(results=results, samples=results["samples"])
+        tracker.save_results_samples(task_name="clinconsensus", samples=results["samples"]["clinconsensus"])
+    return results
+
+
+def metric(log, name: str) -> float:
+    return next(m.value for s in log.results.scores for k, m in s.metrics.items() if k == name)
+
+
+def gate(*paths, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "clinconsensus-eval"), "summarize", "--strict", *map(str, paths)],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+# -- item 4: the whole run, once -------------------------------------------------------------------
+
+
+def test_one_failed_judgment_in_120_is_a_success_in_both_frameworks_and_two_are_not(fake_server, tmp_path):
+    first, second = CASES[0].rubrics[0][1], CASES[2].rubrics[5][1]
+    fake_server.script("judge-one-bad", garbling([first]))
+    # display="plain": Inspect computes metrics on the samples finished so far for its live display
+    # (it skips that with display="none"), where 1 failure in 30, 60 or 90 judgments is above 1%.
+    log = inspect_run(tmp_path / "one", "judge-one-bad", display="plain")
+    assert log.status == "success", log.error  # 1 of 120 = 0.83%: under the 1% threshold
+    assert metric(log, "judge_failures") == 1.0 and len(log.samples) == 4
+    assert log.results.early_stopping.metadata == {"planned_judgments": 120, "judged": 120, "failed_judgments": 1,
+                                                   "unjudged": 0, "threshold": 0.01}
+    results = lmeval_run(fake_server.base_url, "judge-one-bad")
+    assert results["results"]["clinconsensus"]["judge_failures,judge"] == 1.0
+
+    fake_server.script("judge-two-bad", garbling([first, second]))
+    log = inspect_run(tmp_path / "two", "judge-two-bad")
+    assert log.status == "error" and len(log.samples) == 4  # every answer kept
+    assert log.error.message.startswith('JudgeFailureError("2 of 120 judge verdicts failed (1.7%, above the 1.0%')
+    with pytest.raises(JudgeFailureError, match=r"^2 of 120 judge verdicts failed \(1\.7%, above the 1\.0%"):
+        lmeval_run(fake_server.base_url, "judge-two-bad")
+
+
+# -- item 5: judgments of failed cases are failed judgments ----------------------------------------
+
+
+def test_a_judge_failing_two_of_four_cases_is_not_a_success_whatever_fail_on_error_says(fake_server, tmp_path):
+    fake_server.script("judge-half", failing_cases(CASES[:2]))
+    for flags in ({"fail_on_error": 0.8}, {"fail_on_error": False}):
+        log = inspect_run(tmp_path / str(flags["fail_on_error"]), "judge-half", **flags)
+        assert log.status == "error" and len(log.samples) == 4 and not any(s.error for s in log.samples)
+        failed = int(re.match(r"JudgeFailureError\(\"(\d+) of 120 judge verdicts failed", log.error.message).group(1))
+        assert failed >= 60  # both cases' 60, and any the breaker then failed unsent
+    with pytest.raises(JudgeFailureError, match=r"^(\d+) of 120 judge verdicts failed"):
+        lmeval_run(fake_server.base_url, "judge-half")
+
+
+def test_cases_that_errored_count_their_planned_judgments_as_failed(fake_server, tmp_path, monkeypatch):
+    # The model under test answers 500 for 2 of the 4 cases: with --fail-on-error 0.8 Inspect
+    # leaves those samples out and would report a success over half the run.
+    questions = [c.question for c in CASES[:2]]
+    fake_server.script("cand-half", lambda req: (500, "down") if any(q in req.user for q in questions) else "建议及时就医。")
+    log = inspect_run(tmp_path / "logs", "judge-model", candidate="cand-half", fail_on_error=0.8)
+    assert log.status == "error"
+    assert log.error.message.startswith('JudgeFailureError("60 of 120 judge verdicts failed (50.0%')
+    assert "not judged (the case errored before its verdicts) x60" in log.error.message
+    # With no limit, the run is a success, and the log still says 60 judgments were not made.
+    monkeypatch.setenv(ENV_FAILURE_THRESHOLD, "0")
+    log = inspect_run(tmp_path / "accepted", "judge-model", candidate="cand-half", fail_on_error=0.8)
+    assert log.status == "success"
+    assert log.results.early_stopping.metadata["failed_judgments"] == 60
+    failed = gate(log.location, env={k: v for k, v in os.environ.items() if k != ENV_FAILURE_THRESHOLD})
+    assert failed.returncode == 1 and "2 sample(s) errored" in failed.stdout and "60 of 120 judgments failed" in failed.stdout
+
+
+# -- item 6: a dead judge costs no answer; `inspect score` finishes the run -------------------------
+
+
+def test_a_run_whose_judge_died_is_finished_by_inspect_score_with_no_model_call(fake_server, tmp_path):
+    # The judge gives 30 verdicts, then dies: HTTP 500 for every request after.
+    answered = itertools.count()
+    fake_server.script("judge-dies", lambda req: VERDICT_MET if next(answered) < 30 else (500, "judge crashed"))
+    log = inspect_run(tmp_path / "logs", "judge-dies", limit=2)
+    assert log.status == "error" and len(log.samples) == 2 and all(s.output.completion for s in log.samples)
+    judgments = [j for s in log.samples for j in s.scores["rubric_scorer"].metadata["judgments"]]
+    failed = sum(j["met"] is None for j in judgments)  # recorded as failed judgments, the samples not errored
+    assert len(judgments) == 60 and failed == 30
+    # After 20 transport failures in a row, nothing more was sent: only the calls then in flight
+    # (the judge's 10 connections) were, two attempts each (--max-retries 1).
+    assert {j["error_kind"] for j in judgments if j["met"] is None} == {"transport", "judge_unavailable"}
+    assert fake_server.stats()["statuses"]["500"] <= 2 * (20 + 10)
+    assert "inspect score LOG_FILE --overwrite" in log.error.message
+    before = gate(log.location)
+    assert before.returncode == 1 and f"{failed} of 60 judgments failed" in before.stdout
+
+    fake_server.script("judge-dies", lambda req: VERDICT_MET)  # the judge is back
+    calls_before = dict(fake_server.stats()["calls"])
+    done = subprocess.run([str(BIN / "inspect"), "score", log.location, "--overwrite", "--action", "overwrite"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    calls = fake_server.stats()["calls"]
+    assert calls.get("cand-model", 0) == calls_before.get("cand-model", 0)  # 0 model calls: only the judge was asked
+    assert calls["judge-dies"] - calls_before["judge-dies"] == failed  # the verdicts obtained came from the cache
+
+    from inspect_ai.log import read_eval_log
+
+    rescored = read_eval_log(log.location)
+    assert metric(rescored, "judge_failures") == 0.0 and metric(rescored, "rubric_accuracy") == 1.0
+    assert rescored.eval.scorers[0].options == log.eval.scorers[0].options  # the logged scorer options were used
+    after = gate(log.location)
+    assert after.returncode == 0, after.stdout
+
+
+# -- item 7: a wrong judge URL fails in seconds; the release gate ----------------------------------
+
+
+def test_a_wrong_judge_url_fails_in_seconds_with_one_readable_line(fake_server, tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens on port 9
+    started = time.monotonic()
+    log = inspect_run(tmp_path / "logs", "judge-model", limit=2)
+    elapsed = time.monotonic() - started
+    assert log.status == "error" and elapsed < 20, elapsed
+    message = log.error.message
+    assert "\n" not in message and "did not answer a test request (APIConnectionError: Connection error.)" in message
+    assert "http://127.0.0.1:9/v1" in message
+    assert fake_server.stats()["calls"].get("cand-model", 0) == 0  # nothing generated
+
+
+def test_the_release_gate_reads_runs_of_both_frameworks(fake_server, tmp_path):
+    good = inspect_run(tmp_path / "good", "judge-model", limit=2)
+    assert gate(good.location).returncode == 0
+    inject = inspect_run(tmp_path / "inject", "judge-model", candidate="cand-inject", limit=2)
+    out = gate(good.location, inject.location)
+    assert out.returncode == 1
+    assert out.stdout.splitlines() == [f"ok   {good.location}", f"FAIL {inject.location}: 2 suspect answer(s) "
+                                       "(imitating the judge prompt or carrying a verdict)"]
+    lmeval_run(fake_server.base_url, "judge-model", tmp_path / "lm")
+    samples = next((tmp_path / "lm").rglob("samples_clinconsensus_*.jsonl"))
+    assert gate(samples).returncode == 0
+    next((tmp_path / "lm").rglob("results_*.json")).unlink()  # as if lm-eval had died before writing its results
+    out = gate(samples)
+    assert out.returncode == 1 and "the run did not finish" in out.stdout
