@@ -246,6 +246,8 @@ def rubric_scorer(
     judge_prompt: str | None = None,
     judge_sees_thinking: bool = False,
     judge_structured_output: bool = False,
+    judge_failure_threshold: float | None = None,
+    planned_judgments: int = 0,
 ) -> Scorer:
     """Grade each answer against its case's rubric with the judge model.
 
@@ -260,7 +262,8 @@ def rubric_scorer(
     the answer stays in the log and ``inspect score LOG`` can re-judge it. Once the judge fails
     too many calls in a row, the shared breaker fails the remaining judgments at once, with no
     request sent. Whether the failures are too many is decided once, at the end of the run, by
-    the task's :class:`JudgeFailurePolicy`.
+    the task's :class:`JudgeFailurePolicy`. ``judge_failure_threshold`` and ``planned_judgments``
+    are accepted and unused, so ``inspect score`` can re-score logs written before that policy.
     """
     judge_mode = settings.judge_mode(judge_mode)
     template = load_judge_prompt(judge_prompt, judge_mode)
