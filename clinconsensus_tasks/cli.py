@@ -349,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true",
                    help="release gate instead of tables: exit 1 when a run is not a success (Inspect status, errored samples, "
                         "lm-eval results file missing), its failed judgments pass the threshold, or it has suspect answers "
-                        "(`inspect eval` itself exits 0 whatever the status)")
+                        "(inspect eval itself exits 0 whatever the status)")
     p.add_argument("--judge-failure-threshold", metavar="SHARE",
                    help="with --strict: the share of judgments that may fail (default $CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD, else 0.01)")
     p.set_defaults(func=_summarize)
