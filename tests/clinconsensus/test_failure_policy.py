@@ -61,7 +61,7 @@ def inspect_run(log_dir: Path, judge: str, candidate: str = "cand-model", **eval
 def lmeval_run(base_url: str, judge: str, output_path: Path | None = None):
     from lm_eval.loggers import EvaluationTracker
 
-    from clinconsensus_tasks.lmeval_tasks import simple_evaluate
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = judge
     tracker = EvaluationTracker(output_path=str(output_path)) if output_path else None

@@ -192,8 +192,9 @@ def test_a_hanging_judge_is_cut_off_by_the_command_lines_attempt_timeout(fake_se
     # calls the run would sit for minutes and the subprocess time-out would fail the test.
     done = _inspect_cli(tmp_path, "judge-hang", "--attempt-timeout", "2", "--timeout", "20", "--max-retries", "1",
                         "--limit", "2", "-T", "judge_check=false", timeout=100)
-    # The user sees why on the console (inspect eval itself exits 0 for a run whose log says error).
-    assert "failed 20 calls in a row" in done.stdout + done.stderr, done.stderr[-2000:]
+    # inspect eval exits 0 for a run whose log says error (Inspect's convention): the log says why,
+    # and `clinconsensus-eval summarize --strict` is the gate that turns it into an exit code.
+    assert done.returncode == 0, done.stderr[-2000:]
     log = _last_log(tmp_path)
     assert log.status == "error"
     assert "judge verdicts failed" in log.error.message and "transport: AttemptTimeoutError" in log.error.message
