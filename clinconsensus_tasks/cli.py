@@ -131,9 +131,9 @@ def _summarize(args: argparse.Namespace) -> int:
 def _release_gate(args: argparse.Namespace) -> int:
     """``summarize --strict``: one line per problem, naming the run; exit 1 if there is any."""
     from clinconsensus_tasks.clinconsensus.release_gate import run_problems
-    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD, parse_threshold
+    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD, parse_failure_share
 
-    threshold = parse_threshold(args.judge_failure_threshold if args.judge_failure_threshold is not None
+    threshold = parse_failure_share(args.judge_failure_threshold if args.judge_failure_threshold is not None
                                 else os.environ.get(ENV_FAILURE_THRESHOLD), "--judge-failure-threshold")
     failed = 0
     for path in args.logs:

@@ -44,6 +44,7 @@ from clinconsensus_tasks.judge.server_info import ServerInfo
 from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
 from clinconsensus_tasks.judge.inspect_calls import (
     RESUME_HINT,
+    check_judges_now,
     JudgeFailurePolicy,
     failure_threshold,
     judge_call_config,
@@ -184,13 +185,15 @@ def resolve_grader(role: str = GRADER_ROLE, allow_self_grading: bool = False) ->
 
 
 @solver
-def generate_with_judge_check(role: str = GRADER_ROLE, allow_self_grading: bool = False, check: bool = True) -> Solver:
+def generate_with_judge_check(role: str = GRADER_ROLE, allow_self_grading: bool = False, check: bool = True,
+                              checked: Sequence[str] = ()) -> Solver:
     """Generate the answer, but first stop the run if no judge is bound or the judge does not answer.
 
     With ``check``, one tiny request goes to the judge(s) before the first answer is generated,
     so a wrong key, URL or model name fails the run at once rather than every judgment later.
     The check and the generation are one solver step: each extra step costs Inspect a snapshot
-    of the task state per sample.
+    of the task state per sample. Judges named in ``checked`` were checked when the task was built
+    (``inspect_calls.check_judges_now``) and are not asked again.
     """
     probe: asyncio.Task | None = None
 
@@ -200,7 +203,8 @@ def generate_with_judge_check(role: str = GRADER_ROLE, allow_self_grading: bool 
         local = local_grader()
         if local is not None:
             judges.append(local)
-        if check:
+        judges = [j for j in judges if str(j) not in checked]
+        if check and judges:
             if probe is None:
                 probe = asyncio.ensure_future(_probe(judges))
             await asyncio.shield(probe)
@@ -397,11 +401,13 @@ def clinconsensus(
         judge_mode = settings.judge_mode(judge_mode)
         threshold = failure_threshold(judge_failure_threshold)
         loaded = load_cases(data, n_criteria, revision)
+        bound = [get_model(role=r) for r in (GRADER_ROLE, LOCAL_GRADER_ROLE) if model_roles().get(r) is not None]
+        checked = [str(j) for j in check_judges_now(bound)] if judge_check else []
     except ClinConsensusError as exc:
         raise shown_alone(exc) from exc
     return Task(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),
-        solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check),
+        solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check, checked),
         scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading,
                              judge_max_tokens, judge_prompt, judge_sees_thinking,
                              judge_structured_output=judge_structured_output),

@@ -33,9 +33,11 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ERROR_REQUEST,
     FailureTally,
     JudgeCallError,
+    classify,
     parse_failure_share,
 )
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_MESSAGES
 from clinconsensus_tasks.scorers.redact import hold_secret, hold_url_secrets, redacting_errors
 
 JUDGE_CALL_DEFAULTS: dict[str, int] = {"max_retries": 5, "timeout": 600, "attempt_timeout": 180}
@@ -63,6 +65,37 @@ def judge_connections(model: Model) -> int:
     line's, else the provider's default (what Inspect's own connection limit for it uses)."""
     own, given = getattr(model.config, "max_connections", None), getattr(active_generate_config(), "max_connections", None)
     return int(own or given or model.api.max_connections())
+
+
+def check_judges_now(judges: list[Model]) -> list[Model]:
+    """Send the judge check to every judge whose client is the plain OpenAI SDK (the ``openai``
+    and ``openai-api`` providers: hosted APIs, vLLM, SGLang) before the task exists, with the sync
+    SDK and :data:`PROBE_LIMITS`; returns the judges checked. Why here: a task that fails while it
+    is being built stops ``inspect eval`` with one line (a ``PrerequisiteError``), where a failure
+    inside a sample draws Inspect's traceback panel; model roles are bound before tasks are built.
+    Other providers (``hf/``, ``vllm/`` in process, other SDKs) are checked by the solver instead.
+    Raises :class:`ConfigurationError` naming the judge, its URL and the cause, redacted."""
+    from openai import AsyncOpenAI, OpenAI
+
+    checked = []
+    for judge in judges:
+        client = getattr(judge.api, "client", None)
+        if type(client) is not AsyncOpenAI:
+            continue
+        single_client_attempt(judge)  # holds the key as a secret for redaction
+        sync = OpenAI(base_url=str(client.base_url), api_key=client.api_key, max_retries=PROBE_LIMITS["max_retries"],
+                      timeout=PROBE_LIMITS["attempt_timeout"])
+        try:
+            sync.chat.completions.create(model=judge.api.model_name, messages=PROBE_MESSAGES, max_tokens=8)  # type: ignore[arg-type]
+        except Exception as exc:
+            raise ConfigurationError(
+                f"The judge {judge} at {judge.api.base_url} did not answer a test request ({classify(exc)[1]}). "
+                "Check the grader role's model name, base URL and API key (-T judge_check=false skips this check)."
+            ) from None
+        finally:
+            sync.close()
+        checked.append(judge)
+    return checked
 
 
 def probe_call_config() -> GenerateConfig:

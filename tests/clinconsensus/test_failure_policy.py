@@ -192,6 +192,24 @@ def test_a_wrong_judge_url_fails_in_seconds_with_one_readable_line(fake_server, 
     assert fake_server.stats()["calls"].get("cand-model", 0) == 0  # nothing generated
 
 
+def test_inspect_cli_with_a_wrong_judge_url_prints_one_message_and_generates_nothing(fake_server, tmp_path):
+    # What a user types: the roles are bound before the task is built, so the judge check runs then
+    # and Inspect prints the reason alone (no traceback panel), exits 1, writes no log, and no
+    # answer is generated. Port 9 stands in for a mistyped judge URL (nothing listens there).
+    env = {**os.environ, "JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "COLUMNS": "200"}
+    started = time.monotonic()
+    done = subprocess.run([str(Path(sys.executable).parent / "inspect"), "eval", "clinconsensus_tasks/clinconsensus",
+                           "-T", "data=sample", "--model", "openai-api/cand/cand-model",
+                           "--model-role", "grader=openai-api/judge/judge-model", "--log-dir", str(tmp_path / "logs")],
+                          env=env, capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - started
+    output = done.stdout + done.stderr
+    assert done.returncode == 1 and elapsed < 60, (elapsed, output[-2000:])
+    assert "Traceback" not in output and "did not answer a test request (APIConnectionError" in output
+    assert " ".join(output.split()).count("ClinConsensus: The judge openai-api/judge/judge-model at http://127.0.0.1:9/v1") == 1
+    assert not list((tmp_path / "logs").glob("*.eval")) and fake_server.stats()["calls"] == {}
+
+
 def test_the_release_gate_reads_runs_of_both_frameworks(fake_server, tmp_path):
     good = inspect_run(tmp_path / "good", "judge-model", limit=2)
     assert gate(good.location).returncode == 0
