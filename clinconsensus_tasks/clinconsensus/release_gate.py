@@ -49,9 +49,9 @@ def _inspect_problems(path: Path, threshold: float, n_criteria: int) -> list[str
     errored = [s for s in log.samples or [] if s.error is not None or not s.scores]
     records = read_case_records(path, skip_errored=True)
     tally = failure_tally([r.graded for r in records])
-    planned = tally.judged + n_criteria * len(errored) * (2 if any(r.local_judgments for r in records) else 1)
+    planned = tally.judged + n_criteria * len(errored) * (2 if any(r.graded.local_judgments for r in records) else 1)
     run = tally.with_unjudged(planned)
-    problems = _judgment_problems(run, sum(1 for r in records if r.suspect), threshold)
+    problems = _judgment_problems(run, sum(1 for r in records if r.graded.suspect), threshold)
     if errored:
         problems.insert(0, f"{len(errored)} sample(s) errored: {', '.join(repr(s.id) for s in errored[:5])}")
     policy_only = log.status == "error" and log.error is not None and JudgeFailureError.__name__ in (log.error.traceback or "")
@@ -64,7 +64,7 @@ def _inspect_problems(path: Path, threshold: float, n_criteria: int) -> list[str
 def _lmeval_problems(path: Path, threshold: float, n_criteria: int) -> list[str]:
     records = read_case_records(path)
     tally = failure_tally([r.graded for r in records])
-    problems = _judgment_problems(tally, sum(1 for r in records if r.suspect), threshold)
+    problems = _judgment_problems(tally, sum(1 for r in records if r.graded.suspect), threshold)
     stamp = path.stem.rsplit("_", 1)[-1]  # samples_<task>_<timestamp>.jsonl beside results_<timestamp>.json
     results = path.with_name(f"results_{stamp}.json")
     if not results.is_file():
