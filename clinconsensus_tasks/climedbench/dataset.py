@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from clinconsensus_tasks.clinconsensus.dataset import read_jsonl
+from clinconsensus_tasks.record_files import read_jsonl
 from clinconsensus_tasks.errors import DataSourceError, DataValidationError
 from clinconsensus_tasks.scorers.climedbench.scenarios import CHOICE, KEYWORDS, ORDER, SCENARIOS, SIMILARITY, Scenario
 from clinconsensus_tasks.text_checks import is_blank, is_duplicate, surrogate_problems

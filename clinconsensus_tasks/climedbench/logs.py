@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from clinconsensus_tasks.clinconsensus.dataset import read_jsonl
+from clinconsensus_tasks.record_files import read_jsonl
 from clinconsensus_tasks.errors import DataValidationError
 from clinconsensus_tasks.log_files import is_lmeval_samples
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult, item_key

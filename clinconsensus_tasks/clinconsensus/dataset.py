@@ -24,7 +24,6 @@ would fail only after the model was paid (``clinconsensus_tasks.text_checks``):
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from importlib import resources
@@ -35,6 +34,7 @@ from clinconsensus_tasks.errors import DataSourceError, DataValidationError
 from clinconsensus_tasks.scorers.clinconsensus.audience import audience
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, slices_of
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import case_question
+from clinconsensus_tasks.record_files import read_jsonl
 from clinconsensus_tasks.text_checks import is_blank, is_duplicate, surrogate_problems
 
 HF_DATASET = "skylenage/ClinConsensus"
@@ -232,31 +232,6 @@ def validate_records(
     if problems:
         raise DataValidationError(problems)
     return cases
-
-
-def read_jsonl(path: Path) -> list[tuple[str, Any]]:
-    """``("file:line", record)`` for each non-blank line; a UTF-8 byte-order mark is allowed.
-
-    Undecodable bytes and invalid JSON are reported with their line, all of them at once.
-    """
-    records: list[tuple[str, Any]] = []
-    problems: list[str] = []
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                problems.append(f"{path}:{number}: not UTF-8 text (byte {exc.start + 1} of the line)")
-                continue
-            if not line.strip():
-                continue
-            try:
-                records.append((f"{path}:{number}", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                problems.append(f"{path}:{number}: invalid JSON: {exc.msg} (column {exc.colno})")
-    if problems:
-        raise DataValidationError(problems)
-    return records
 
 
 def read_parquet(path: Path) -> list[tuple[str, Any]]:

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from clinconsensus_tasks.clinconsensus.dataset import read_jsonl
+from clinconsensus_tasks.record_files import read_jsonl
 
 RELEASE_CASES = 900
 RELEASE_DIFFICULTY = "low"

@@ -72,7 +72,7 @@ def compare_logs(reference_log: str, other_log: str | None = None, thresholds: S
 
 def read_labels(path: str | Path) -> dict[tuple[str, str], bool]:
     """Reference verdicts: JSONL lines ``{"case_id", "criterion_id", "criteria_met"}``."""
-    from clinconsensus_tasks.clinconsensus.dataset import read_jsonl
+    from clinconsensus_tasks.record_files import read_jsonl
     from clinconsensus_tasks.scorers.clinconsensus.verdicts import coerce_met
 
     labels: dict[tuple[str, str], bool] = {}
