@@ -129,14 +129,20 @@ def _summarize(args: argparse.Namespace) -> int:
 
 
 def _release_gate(args: argparse.Namespace) -> int:
-    """``summarize --strict``: one line per problem, naming the run; exit 1 if there is any."""
-    from clinconsensus_tasks.clinconsensus.release_gate import run_problems
+    """``summarize --strict``: one line per problem, naming the run; exit 1 if there is any.
+    Folders are searched for runs (``log_files.find_logs``): ClinConsensus runs get every check,
+    CliMedBench Inspect logs their status; an lm-eval results file is checked beside its samples."""
+    from clinconsensus_tasks.clinconsensus.release_gate import gate_targets, run_problems
     from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD, parse_failure_share
 
     threshold = parse_failure_share(args.judge_failure_threshold if args.judge_failure_threshold is not None
                                 else os.environ.get(ENV_FAILURE_THRESHOLD), "--judge-failure-threshold")
+    targets = gate_targets(args.logs)
+    if not targets:
+        print(f"no run to check in {', '.join(args.logs)} (Inspect logs or lm-eval samples files)", file=sys.stderr)
+        return 1
     failed = 0
-    for path in args.logs:
+    for path in targets:
         problems = run_problems(path, threshold, args.n_criteria)
         failed += bool(problems)
         for problem in problems:
@@ -144,7 +150,7 @@ def _release_gate(args: argparse.Namespace) -> int:
         if not problems:
             print(f"ok   {path}")
     if failed:
-        print(f"{failed} of {len(args.logs)} run(s) not fit to publish", file=sys.stderr)
+        print(f"{failed} of {len(targets)} run(s) not fit to publish", file=sys.stderr)
     return 1 if failed else 0
 
 

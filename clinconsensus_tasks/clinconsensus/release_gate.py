@@ -17,19 +17,42 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Sequence
 
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
+from clinconsensus_tasks.log_files import CLINCONSENSUS, benchmark_of, find_logs, is_inspect_log, is_lmeval_samples
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import FailureTally, JudgeFailureError
 from clinconsensus_tasks.scorers.clinconsensus.records import failure_tally
 
 
+def gate_targets(paths: Sequence[str | Path]) -> list[Path]:
+    """The run files the gate checks among ``paths`` (files, or folders searched as the report
+    searches them): Inspect logs of either benchmark and lm-eval ClinConsensus samples files.
+    lm-eval results files are checked beside their samples file; CliMedBench's lm-eval samples
+    carry no judgment to check."""
+    return [p for p in find_logs(paths) if is_inspect_log(p, named=True) or is_lmeval_samples(p, CLINCONSENSUS)]
+
+
 def run_problems(path: str | Path, threshold: float, n_criteria: int = 30) -> list[str]:
     """Why the run in ``path`` (an Inspect ``.eval``/``.json`` log or an lm-eval
-    ``samples_clinconsensus*.jsonl`` file) is not fit to publish; empty when it is."""
+    ``samples_clinconsensus*.jsonl`` file) is not fit to publish; empty when it is. A CliMedBench
+    Inspect log is checked for its status only (no judge)."""
     path = Path(path)
     if path.suffix == ".jsonl":
         return _lmeval_problems(path, threshold, n_criteria)
+    if benchmark_of(path) != CLINCONSENSUS:
+        return _status_problems(path)
     return _inspect_problems(path, threshold, n_criteria)
+
+
+def _status_problems(path: Path) -> list[str]:
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(path), header_only=True)
+    if log.status == "success":
+        return []
+    first = (log.error.message.splitlines() or [""])[0][:300] if log.error else ""
+    return [f"status {log.status}" + (f": {first}" if first else "")]
 
 
 def _judgment_problems(tally: FailureTally, suspect: int, threshold: float) -> list[str]:

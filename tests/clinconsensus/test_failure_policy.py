@@ -221,6 +221,11 @@ def test_the_release_gate_reads_runs_of_both_frameworks(fake_server, tmp_path):
     lmeval_run(fake_server.base_url, "judge-model", tmp_path / "lm")
     samples = next((tmp_path / "lm").rglob("samples_clinconsensus_*.jsonl"))
     assert gate(samples).returncode == 0
+    # Folders, as the README's `summarize --strict logs/ results/` gives them: every run inside.
+    out = gate(tmp_path / "good", tmp_path / "inject", tmp_path / "lm")
+    assert out.returncode == 1 and out.stdout.splitlines() == [
+        f"ok   {good.location}", f"FAIL {inject.location}: 2 suspect answer(s) (imitating the judge prompt or carrying a verdict)",
+        f"ok   {samples}"]
     next((tmp_path / "lm").rglob("results_*.json")).unlink()  # as if lm-eval had died before writing its results
     out = gate(samples)
     assert out.returncode == 1 and "the run did not finish" in out.stdout
