@@ -110,6 +110,7 @@ class BatchRun:
         self.ledger = Ledger(ledger_path(settings.cache_dir))
         self.client = openai_client(settings)
         self.usage = TokenUsage()
+        self.usage_by_key: dict[str, TokenUsage] = {}  # what each batch reply cost, by its cache key
         self.batch_ids: list[str] = []
         self.unanswered = 0
 
@@ -159,7 +160,9 @@ class BatchRun:
         if line.get("error") or response.get("status_code") != 200 or not body.get("choices"):
             return 0
         self.cache.put(str(line["custom_id"]), body["choices"][0]["message"].get("content") or "")
-        self.usage = self.usage + TokenUsage.from_openai(body.get("usage"))
+        used = TokenUsage.from_openai(body.get("usage"))
+        self.usage = self.usage + used
+        self.usage_by_key[str(line["custom_id"])] = used
         return 1
 
     async def aclose(self) -> None:
@@ -167,9 +170,11 @@ class BatchRun:
 
 
 async def prefill_by_batch(answers: Sequence[str], docs: Sequence[dict], settings: Any, mode: str,
-                           template: JudgeTemplate | None = None, poll_seconds: float | None = None) -> dict[str, Any]:
+                           template: JudgeTemplate | None = None,
+                           poll_seconds: float | None = None) -> tuple[dict[str, Any], dict[str, TokenUsage]]:
     """Fill the verdict cache for this run through the batch API (see the module docstring);
-    return what it did, for the run's judge stats."""
+    return what it did, for the run's judge stats, and what each reply cost by its cache key (so
+    the case whose verdict it is records those tokens, as a synchronous call would)."""
     if not settings.use_cache:
         raise ConfigurationError("CLINCONSENSUS_JUDGE_BATCH=1 needs the verdict cache, which holds the batch's replies: "
                                  "remove CLINCONSENSUS_JUDGE_CACHE=0")
@@ -184,4 +189,5 @@ async def prefill_by_batch(answers: Sequence[str], docs: Sequence[dict], setting
     finally:
         await run.aclose()
         cache.close()
-    return {"batch_ids": run.batch_ids, "batch_requests": sent, "batch_unanswered": run.unanswered, "batch_usage": run.usage.to_dict()}
+    stats = {"batch_ids": run.batch_ids, "batch_requests": sent, "batch_unanswered": run.unanswered, "batch_usage": run.usage.to_dict()}
+    return stats, run.usage_by_key

@@ -180,9 +180,10 @@ def probe_judge(settings: JudgeSettings, skip_hint: str = "") -> None:
 class JudgeClient:
     """Async judge client. Create it inside the event loop that will use it, then ``aclose()``."""
 
-    def __init__(self, settings: JudgeSettings, cache: JudgeCache | None = None):
+    def __init__(self, settings: JudgeSettings, cache: JudgeCache | None = None, paid: dict[str, TokenUsage] | None = None):
         self.settings = settings
         self.cache = cache if cache is not None else (JudgeCache(settings.cache_dir) if settings.use_cache else None)
+        self.paid = dict(paid or {})  # cache keys the batch API answered for this run, with their tokens
         self.stats = CallStats()
         self._semaphore = asyncio.Semaphore(settings.concurrency)
         self._client = openai_client(settings)
@@ -205,6 +206,9 @@ class JudgeClient:
             hit = self.cache.get(key)
             if hit is not None:
                 self.stats.cache_hits += 1
+                paid = self.paid.pop(key, None)  # a reply the batch API answered for this run: its tokens
+                if paid is not None and usage is not None:
+                    usage.append(paid)
                 return hit
         extra = {k: v for k, v in decoding.items() if k not in ("temperature", "max_tokens")}
         async with self._semaphore:
@@ -261,8 +265,8 @@ async def judge_documents(
     settings = replace(settings, extra_body=with_thinking_off(server, settings.extra_body))
     if settings.structured_output:  # the verdict rule reads these replies like any other
         settings = replace(settings, extra_body={**settings.extra_body, "response_format": openai_response_format(mode)})
-    batch = await prefill_by_batch(answers, docs, settings, mode, template) if settings.batch else {}
-    client = JudgeClient(settings)
+    batch, paid = await prefill_by_batch(answers, docs, settings, mode, template) if settings.batch else ({}, {})
+    client = JudgeClient(settings, paid=paid)
     prompt_info = prompt_record(template, mode)
     breaker = CircuitBreaker(resume_hint=resume_hint(settings))
     try:

@@ -71,6 +71,11 @@ def test_an_interrupted_batch_run_finds_its_batch_again(fake_server, batch_serve
     assert (batch_server.counts["batches"], batch_server.counts["batch_lines"], batch_server.counts["direct"]) == (1, CALLS, 0)
     assert (stats["batch_ids"], stats["batch_requests"], stats["calls"], stats["cache_hits"]) == (list(ledger), 0, 0, CALLS)
     assert stats["batch_usage"]["calls"] == CALLS
+    # Each case records what its batch replies cost, as a synchronous call's tokens would be: the
+    # run's cost report adds up to what the batch was charged.
+    recorded = [sum(r.judge_usage.get(name, 0) for r in records) for name in ("calls", "prompt_tokens", "completion_tokens")]
+    assert recorded == [stats["batch_usage"][name] for name in ("calls", "prompt_tokens", "completion_tokens")]
+    assert all(r.judge_usage["calls"] == 30 for r in records)
     expected = [sum(oracle_verdict(a, r["criterion"]) for r in d["rubrics"]) for a, d in zip(answers, docs)]
     assert [r.met for r in records] == expected
     assert json.loads(ledger_path(settings.cache_dir).read_text(encoding="utf-8")) == {}
