@@ -13,11 +13,12 @@ Its ``GET /v1/models`` answers in one of two real shapes:
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from loopback_server import LoopbackServer
 
 from clinconsensus_tasks.judge.input_limit import request_tokens
 
@@ -26,7 +27,7 @@ OPENAI_FIELDS = {"model", "messages", "max_tokens", "max_completion_tokens", "te
                  "response_format", "tools", "tool_choice", "parallel_tool_calls", "user", "metadata", "store"}
 
 
-class ServerFront:
+class ServerFront(LoopbackServer):
     def __init__(self, upstream: str, kind: str, max_model_len: int | None = None):
         self.upstream, self.kind, self.max_model_len = upstream.rstrip("/"), kind, max_model_len
         self.bodies: list[dict[str, Any]] = []
@@ -69,12 +70,7 @@ class ServerFront:
                 except urllib.error.HTTPError as exc:
                     self.reply(exc.code, exc.read())
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self.listen(Handler)
 
     def models(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"id": "any", "object": "model", "owned_by": self.kind}
@@ -96,10 +92,3 @@ class ServerFront:
         """Bodies of judge requests (the connectivity probe left out)."""
         return [b for b in self.bodies if (b.get("max_tokens") or 0) > 8]
 
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()

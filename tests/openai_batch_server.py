@@ -18,11 +18,13 @@ import urllib.request
 from collections import Counter
 from email.parser import BytesParser
 from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from loopback_server import LoopbackServer
 
 
-class BatchServer:
+class BatchServer(LoopbackServer):
     def __init__(self, upstream: str):
         self.upstream = upstream.rstrip("/")  # e.g. http://127.0.0.1:PORT/v1
         self.files: dict[str, bytes] = {}
@@ -32,21 +34,8 @@ class BatchServer:
         self.lock = threading.Lock()
         self._ids = itertools.count(1)
         handler = type("Handler", (_Handler,), {"owner": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self.listen(handler)
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     def new_id(self, prefix: str) -> str:
         return f"{prefix}-{next(self._ids)}"

@@ -35,10 +35,6 @@ def thresholds(value: Any, n_criteria: int = DEFAULT_N_CRITERIA, source: str = "
         raise ConfigurationError(str(exc)) from None
 
 
-def judge_mode_from_env() -> str:
-    return judge_mode(os.environ.get(ENV_JUDGE_MODE), ENV_JUDGE_MODE)
-
-
 def n_criteria_from_env() -> int:
     raw = os.environ.get(ENV_N_CRITERIA, "")
     try:

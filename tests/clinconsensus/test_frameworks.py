@@ -217,10 +217,10 @@ def test_bad_judge_settings_are_named(monkeypatch):
     with pytest.raises(ConfigurationError, match="CLINCONSENSUS_JUDGE_EXTRA_BODY must be a JSON object"):
         JudgeSettings.from_env(env={**env, "CLINCONSENSUS_JUDGE_EXTRA_BODY": "[1]"})
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODE", "fast")
-    from clinconsensus_tasks.clinconsensus.settings import judge_mode_from_env as judge_mode
+    from clinconsensus_tasks.clinconsensus.lmeval_judge import judge_mode
 
     with pytest.raises(ConfigurationError, match="CLINCONSENSUS_JUDGE_MODE='fast'; choose one of per_criterion, batched"):
-        judge_mode()
+        judge_mode(os.environ)
 
 
 def test_epochs_keep_every_epochs_counts(fake_server, tmp_path, monkeypatch):
