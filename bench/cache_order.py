@@ -6,7 +6,7 @@ before the rubric item. This script runs both frameworks in per-criterion mode a
 server (separate process) with a judge latency, and prints, per framework, the share of calls 2-30
 of a case that arrived after a call with the case's prefix had returned (the stand-in counts it:
 ``prefix_repeats_after_return / prefix_repeats``), the cached share of the judge's prompt tokens
-and the judging wall time against the ideal (calls x latency / concurrency).
+and the judging wall time against the ideal (calls x latency / concurrency) with its ratio to it.
 
 ``--before`` sends every criterion of a case at once, as the graders did before (for comparison).
 
@@ -47,12 +47,14 @@ def measure(framework: str, server: Server, data: str, work: Path, latency: floa
     result = run(server, data, PER_CRITERION, str(work / f"{framework}-cache"))
     usage = result["judge_usage"]
     calls = result["judge_calls"]
+    ideal = calls * latency / CONCURRENCY
     return {
         "judge_calls": calls,
         "share_after_first_returned": round(result["prefix_repeats_after_return"] / max(1, result["prefix_repeats"]), 4),
         "cached_share_of_prompt_tokens": round(usage.get("cached_prompt_tokens", 0) / max(1, usage.get("prompt_tokens", 0)), 4),
         "judging_wall_s": round(result["wall"], 2),
-        "ideal_wall_s": round(calls * latency / CONCURRENCY, 2),
+        "ideal_wall_s": round(ideal, 2),
+        "ratio_to_ideal": round(result["wall"] / ideal, 3) if ideal else None,
     }
 
 
@@ -82,7 +84,8 @@ def main() -> None:
     print(f"{args.cases} cases x 30 criteria, per-criterion, {order}, {args.latency:g} s judge, concurrency {CONCURRENCY}")
     for framework, r in results.items():
         print(f"  {framework:8} calls 2-30 sent after the case's first call returned: {r['share_after_first_returned']:.3f}; "
-              f"cached share of prompt tokens {r['cached_share_of_prompt_tokens']:.3f}; judging {r['judging_wall_s']} s (ideal {r['ideal_wall_s']} s)")
+              f"cached share of prompt tokens {r['cached_share_of_prompt_tokens']:.3f}; judging {r['judging_wall_s']} s (ideal {r['ideal_wall_s']} s, "
+              f"{r['ratio_to_ideal']}x the ideal)")
     print(json.dumps(results))
 
 
