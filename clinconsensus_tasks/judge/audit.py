@@ -56,7 +56,13 @@ def audit(log: str, settings: Any, share: float, seed: int, mode: str = PER_CRIT
         api = {g.case_id: g for g in asyncio.run(_regrade(sampled, settings, mode, load_judge_prompt(None, mode)))}
         api_judge = settings.model
     else:
-        api = {r.graded.case_id: r.graded for r in read_case_records(official) if r.graded.epoch == 1}
+        answers = {r.graded.case_id: r.answer for r in records}
+        official_records = [r for r in read_case_records(official) if r.graded.epoch == 1]
+        for r in official_records:  # the two judges must have graded the very same answer
+            if r.graded.case_id in answers and r.answer != answers[r.graded.case_id]:
+                raise ValueError(f"{r.where}: case {r.graded.case_id}: the official run's answer differs from the "
+                                 f"cheap run's ({log}); regenerate deterministically or audit without --official")
+        api = {r.graded.case_id: r.graded for r in official_records}
         if not api:
             raise ValueError(f"{official}: no graded case")
         api_judge = next(iter(api.values())).judge

@@ -89,3 +89,13 @@ def test_audit_reads_the_official_judges_run_on_the_sample(fake_server, tmp_path
     local = {cid: case_terms(sum(b for _, b in v), 30)["cacs@7"] for cid, v in verdicts.items()}
     api = {cid: case_terms(sum(a for a, _ in verdicts[cid]), 30)["cacs@7"] for cid in ids}
     assert report["metrics"]["cacs@7"]["api_judge_estimate"] == pytest.approx(difference_estimate(local, api, strata).to_dict())
+
+
+def test_audit_refuses_an_official_run_that_graded_other_answers(fake_server, tmp_path, capsys):
+    """An official run whose model wrote other answers (``degraded-model`` stands in for a
+    non-deterministic regeneration) cannot audit the cheap run: the verdicts would not be paired."""
+    cheap, _ = run_inspect(tmp_path / "cheap", judge="judge-alt", judge_mode="per_criterion")
+    official, _ = run_inspect(tmp_path / "official", candidate="degraded-model", judge_mode="per_criterion")
+    assert cli_main(["audit", str(Path(cheap.location)), "--official", str(Path(official.location))]) == 2
+    err = capsys.readouterr().err
+    assert "the official run's answer differs from the cheap run's" in err and "SYN-0001" in err
