@@ -91,7 +91,7 @@ def add_arguments(parser: Any) -> None:
                         help="print the sample's case ids, comma-separated (for inspect eval --sample-id), and stop")
     parser.add_argument("--official", metavar="LOG",
                         help="the official judge's run on the sample (Inspect log or lm-eval samples file): read "
-                             "its verdicts instead of calling a judge")
+                             "its verdicts instead of calling a judge (default: none, the API judge grades the sample)")
 
 
 def main_audit(args: Any, judge_settings: Any) -> int:
