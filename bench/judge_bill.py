@@ -14,6 +14,7 @@
      ordered for cache  first criterion, then the rest: every repeat of the prefix cached
      batch              Batch API at half price, no prompt-cache discount counted
      audited local      the local judge grades all; the API judge a ``--audit-share`` sample, ordered
+     API only           batched mode on all cases + the per-criterion judge on the sample, ordered
    The local judge's GPU time is not priced.
 
 Usage: python bench/judge_bill.py [--cases 100] [--answer-chars 1500] [--today-share 0.25]
@@ -29,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import parse_template
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, PER_CRITERION
 from clinconsensus_tasks.scorers.usage import Prices, TokenUsage
 from judge_cost import Server, run_lmeval, write_cases
 
@@ -75,6 +76,8 @@ def four_configurations(answer_chars: int, today_share: float, audit_share: floa
     data = work / "cases-900.jsonl"
     write_cases(900, data)
     usage = estimate(str(data), PER_CRITERION, answer_chars, make_counter(None, 1.5), template=parse_template(TEMPLATE, "bench")).usage
+    # batched mode (one call per case, the package's own prompt) graded on every case
+    batched = estimate(str(data), BATCHED, answer_chars, make_counter(None, 1.5)).usage
     half = Prices(prices.input / 2, prices.input / 2, prices.output / 2)
     today = TokenUsage(usage.calls, usage.prompt_tokens, round(usage.cached_prompt_tokens * today_share), usage.completion_tokens)
     costs = {
@@ -82,10 +85,13 @@ def four_configurations(answer_chars: int, today_share: float, audit_share: floa
         "ordered for the cache": prices.cost(usage),
         "batch API": half.cost(TokenUsage(usage.calls, usage.prompt_tokens, 0, usage.completion_tokens)),
         f"audited local judge ({audit_share:.0%} to the API judge, ordered)": prices.cost(usage) * audit_share,
+        f"API only: batched on all + per criterion on {audit_share:.0%}, ordered": prices.cost(batched) + prices.cost(usage) * audit_share,
+        f"API only: batched on all via Batch API + per criterion on {audit_share:.0%}, ordered":
+            half.cost(TokenUsage(batched.calls, batched.prompt_tokens, 0, batched.completion_tokens)) + prices.cost(usage) * audit_share,
     }
     base = costs["sync, all at once (today)"]
     return {"tokens": usage.to_dict(), "cacheable_share": round(usage.cached_prompt_tokens / usage.prompt_tokens, 4),
-            "cost_usd": {k: round(v, 2) for k, v in costs.items()}, "vs_today": {k: round(v / base, 3) for k, v in costs.items()}}
+            "batched_tokens": batched.to_dict(), "cost_usd": {k: round(v, 2) for k, v in costs.items()}, "vs_today": {k: round(v / base, 3) for k, v in costs.items()}}
 
 
 def main() -> None:
@@ -106,7 +112,7 @@ def main() -> None:
     r = out["run_900"]
     print(f"900 cases, per criterion, answers of {args.answer_chars} characters: {r['tokens']}; cacheable {r['cacheable_share']:.1%}")
     for name, cost in r["cost_usd"].items():
-        print(f"  {name:<52} {cost:>8.2f} USD  ({r['vs_today'][name]:.3f} of today's)")
+        print(f"  {name:<72} {cost:>8.2f} USD  ({r['vs_today'][name]:.3f} of today's)")
     print(json.dumps(out))
 
 

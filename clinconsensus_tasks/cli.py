@@ -500,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_arguments(p)
     p.add_argument("--judge-base-url", help="the API judge's endpoint; default $CLINCONSENSUS_JUDGE_BASE_URL")
     p.add_argument("--judge-model", help="the API judge's model name; default $CLINCONSENSUS_JUDGE_MODEL")
-    p.set_defaults(func=lambda args: main_audit(args, _judge_settings(args)))
+    p.set_defaults(func=lambda args: main_audit(args, lambda: _judge_settings(args)))
 
     p = command(sub, "train-simcse", "unsupervised SimCSE fine-tuning of a sentence-transformers model (for WTD similarity)")
     p.add_argument("--model", required=True, help="base model: hub id or folder (sentence-transformers or plain transformer)")

@@ -33,25 +33,52 @@ def stratum(metadata: dict[str, Any]) -> tuple[str, str]:
     return str(metadata.get("subject", "")), str(metadata.get("difficulty", ""))
 
 
-def audit(log: str, settings: Any, share: float, seed: int, mode: str = PER_CRITERION) -> dict[str, Any]:
-    """Grade a stratified sample of ``log``'s answers with the judge of ``settings`` and compare."""
-    from clinconsensus_tasks.judge.official_template import load_judge_prompt
-    from clinconsensus_tasks.judge.tools import _regrade
+def sample_ids(log: str, share: float, seed: int) -> list[str]:
+    """The case ids of ``log``'s stratified sample: the cases the official judge must grade."""
+    records = [r for r in read_case_records(log) if r.graded.epoch == 1]
+    return stratified_sample({r.graded.case_id: stratum(r.metadata) for r in records}, share, seed)
 
+
+def audit(log: str, settings: Any, share: float, seed: int, mode: str = PER_CRITERION,
+          official: str | None = None) -> dict[str, Any]:
+    """Grade a stratified sample of ``log``'s answers with the judge of ``settings`` and compare;
+    with ``official`` (a run of the official judge on the sample, either framework), read its
+    verdicts from that run instead of calling a judge."""
     records = [r for r in read_case_records(log) if r.graded.epoch == 1]
     strata = {r.graded.case_id: stratum(r.metadata) for r in records}
-    chosen = set(stratified_sample(strata, share, seed))
-    sampled = [r for r in records if r.graded.case_id in chosen]
-    api = {g.case_id: g for g in asyncio.run(_regrade(sampled, settings, mode, load_judge_prompt(None, mode)))}
     local = {r.graded.case_id: r.graded for r in records}
-    pairs = {cid: [(bool(a.met), bool(b.met)) for a, b in zip(g.judgments, local[cid].judgments)] for cid, g in api.items()}
+    if official is None:
+        from clinconsensus_tasks.judge.official_template import load_judge_prompt
+        from clinconsensus_tasks.judge.tools import _regrade
+
+        chosen = set(stratified_sample(strata, share, seed))
+        sampled = [r for r in records if r.graded.case_id in chosen]
+        api = {g.case_id: g for g in asyncio.run(_regrade(sampled, settings, mode, load_judge_prompt(None, mode)))}
+        api_judge = settings.model
+    else:
+        answers = {r.graded.case_id: r.answer for r in records}
+        official_records = [r for r in read_case_records(official) if r.graded.epoch == 1]
+        for r in official_records:  # the two judges must have graded the very same answer
+            if r.graded.case_id in answers and r.answer != answers[r.graded.case_id]:
+                raise ValueError(f"{r.where}: case {r.graded.case_id}: the official run's answer differs from the "
+                                 f"cheap run's ({log}); regenerate deterministically or audit without --official")
+        api = {r.graded.case_id: r.graded for r in official_records}
+        if not api:
+            raise ValueError(f"{official}: no graded case")
+        api_judge = next(iter(api.values())).judge
+    for cid, g in api.items():
+        if cid in local and len(g.judgments) != len(local[cid].judgments):
+            raise ValueError(f"{official or log}: case {cid}: {len(g.judgments)} official verdicts "
+                             f"but {len(local[cid].judgments)} in the cheap run")
+    pairs = {cid: [(bool(a.met), bool(b.met)) for a, b in zip(g.judgments, local[cid].judgments)]
+             for cid, g in api.items() if cid in local}
     metrics = {}
     for name in local[next(iter(local))].terms():
         local_terms = {cid: g.terms()[name] for cid, g in local.items()}
         estimate = difference_estimate(local_terms, {cid: g.terms()[name] for cid, g in api.items()}, strata)
         metrics[name] = {"local_judge": sum(local_terms.values()) / len(local_terms), "api_judge_estimate": estimate.to_dict()}
-    return {"log": log, "local_judge": records[0].graded.judge, "api_judge": settings.model, "cases": len(records),
-            "audited_cases": len(sampled), "share": share, "seed": seed, "strata": len(set(strata.values())),
+    return {"log": log, "local_judge": records[0].graded.judge, "api_judge": api_judge, "cases": len(records),
+            "audited_cases": len(api), "share": share, "seed": seed, "strata": len(set(strata.values())),
             "kappa": kappa_interval(pairs).to_dict(), "metrics": metrics}
 
 
@@ -60,8 +87,19 @@ def add_arguments(parser: Any) -> None:
     parser.add_argument("--share", type=float, default=0.1, help="share of each subject x difficulty stratum the API judge grades (default 0.1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     parser.add_argument("--judge-mode", default=PER_CRITERION, help="the API judge's mode (default per_criterion)")
+    parser.add_argument("--sample-ids", action="store_true",
+                        help="print the sample's case ids, comma-separated (for inspect eval --sample-id), and stop")
+    parser.add_argument("--official", metavar="LOG",
+                        help="the official judge's run on the sample (Inspect log or lm-eval samples file): read "
+                             "its verdicts instead of calling a judge (default: none, the API judge grades the sample)")
 
 
-def main_audit(args: Any, settings: Any) -> int:
-    print(json.dumps(audit(args.log, settings, args.share, args.seed, args.judge_mode), ensure_ascii=False, indent=2))
+def main_audit(args: Any, judge_settings: Any) -> int:
+    """``judge_settings()`` gives the API judge's settings; only a run that calls the judge asks."""
+    if args.sample_ids:
+        print(",".join(sample_ids(args.log, args.share, args.seed)))
+        return 0
+    settings = None if args.official else judge_settings()
+    report = audit(args.log, settings, args.share, args.seed, args.judge_mode, args.official)
+    print(json.dumps(report, ensure_ascii=False, indent=2))
     return 0
