@@ -72,8 +72,9 @@ GROUP_METRICS: tuple[str, ...] = tuple(group_metric_names())
 # Keys a scenario kind adds to its generative task, and the comment that explains them.
 KIND_EXTRAS: dict[str, tuple[str, dict[str, Any]]] = {
     SIMILARITY: (
-        "Embedding model: CLIMEDBENCH_SIMILARITY_MODEL (hub id or folder).",
+        "Embedding model: CLIMEDBENCH_SIMILARITY_MODEL (checked when a run starts, not at build).",
         {
+            "class": Function(f"{LMEVAL_GLUE}.SimilarityTask"),
             "filter_list": [
                 {
                     "name": "answer",
@@ -84,7 +85,7 @@ KIND_EXTRAS: dict[str, tuple[str, dict[str, Any]]] = {
                         }
                     ],
                 }
-            ]
+            ],
         },
     ),
 }

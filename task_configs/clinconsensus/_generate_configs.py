@@ -59,7 +59,6 @@ DUAL = """\
 # `clinconsensus-eval summarize <samples file>`.
 include: clinconsensus.yaml
 task: clinconsensus_dual
-custom_dataset: !function {glue}.load_dataset_dual
 filter_list:
   - name: judge
     filter:
