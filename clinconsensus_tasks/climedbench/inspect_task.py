@@ -43,7 +43,7 @@ def item_to_sample(code: str, asked: AskedItem) -> Sample:
 
 
 @metric(name="climedbench")
-def climedbench_metrics() -> Metric:
+def climedbench_metrics() -> Metric:  # inspect-evals-lint: ignore[IETS008] -- tested through the real epoch reducer by eval(epochs=2) in tests/climedbench/test_e2e_mockllm.py (the rule's helper runs mockllm/model without usage, which downloads a tokenizer: not offline)
     """Per-scenario metric, score and parse_failure; dimension means; overall score."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:

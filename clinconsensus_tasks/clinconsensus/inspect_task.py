@@ -57,7 +57,7 @@ from clinconsensus_tasks.judge.inspect_calls import (
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, classify
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize
+from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize, without_failed_means
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
@@ -112,7 +112,7 @@ def shown_alone(error: ClinConsensusError) -> ClinConsensusError:
 
 
 @metric(name="clinconsensus", scores="unreduced")
-def clinconsensus_metrics(
+def clinconsensus_metrics(  # inspect-evals-lint: ignore[IETS008] -- reads every epoch; tested by eval(epochs=2) in tests/clinconsensus/test_frameworks.py (the rule's helper needs a tokenizer download)
     thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA, with_breakdowns: bool = True,
     judge_failure_threshold: float | None = None,
 ) -> Metric:
@@ -134,6 +134,7 @@ def clinconsensus_metrics(
         out = summarize(results, thresholds, n_criteria)
         out.pop("cases")
         out.update(headline_stderrs(results, thresholds, n_criteria))
+        out.update(without_failed_means(results, thresholds, n_criteria))  # failed judgments left out, not "not met"
         out.update(metric_table.totals(records, leave_out=metric_table.TOKEN_COUNTS))
         if with_breakdowns:
             out.update(flatten_breakdowns(breakdowns(results, thresholds, n_criteria)))

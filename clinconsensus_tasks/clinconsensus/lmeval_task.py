@@ -192,6 +192,7 @@ def metric_list(dual: bool = False) -> list[LmEvalMetric]:
     out = [LmEvalMetric(name, "mean") for name in means]
     out += [LmEvalMetric(name, "total", False) for name in metric_table.count_names() if name not in metric_table.TOKEN_COUNTS]
     out += [LmEvalMetric(audience_metric(name, who), "slice_mean") for who in AUDIENCES for name in SLICED]
+    out += [LmEvalMetric(metric_table.without_failed_name(name), "slice_mean") for name in metric_table.without_failed_names()]
     out += [LmEvalMetric(name, "total", False) for name in metric_table.TOKEN_COUNTS]  # what the judge(s) spent
     if dual:
         out += [LmEvalMetric(f"local/{name}", "mean") for name in means]
@@ -212,6 +213,8 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
     for who in AUDIENCES:
         for name in SLICED:
             out[audience_metric(name, who)] = terms[name] if doc.get("audience") == who else None
+    for name in metric_table.without_failed_names():  # a case with a failed judgment is left out of these
+        out[metric_table.without_failed_name(name)] = terms[name] if record.failures == 0 else None
     paired = record.paired()
     if paired is not None:
         out.update({f"local/{name}": value for name, value in case_terms(paired.other.met, paired.other.judged, DEFAULT_THRESHOLDS, n).items()})
