@@ -1,43 +1,16 @@
 """Inspect's entry point (``[project.entry-points.inspect_ai]``).
 
 Every ``inspect eval`` imports this module, whatever task it runs, so it must stay light: no torch,
-sentence-transformers or jieba here or in what it imports at module level.
+sentence-transformers or jieba here or in what it imports at module level. Importing the two
+benchmarks' task modules registers their tasks; the names are the ones each benchmark package
+exports (``clinconsensus_tasks.clinconsensus.__all__``, ``clinconsensus_tasks.climedbench.__all__``).
 """
 
-from clinconsensus_tasks.climedbench.inspect_task import (
-    climedbench,
-    climedbench_bkt,
-    climedbench_cpr,
-    climedbench_cs,
-    climedbench_ds,
-    climedbench_fit,
-    climedbench_ftt,
-    climedbench_id1,
-    climedbench_id2,
-    climedbench_id3,
-    climedbench_id4,
-    climedbench_ke,
-    climedbench_mc,
-    climedbench_sso,
-    climedbench_wtd,
-)
-from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+from clinconsensus_tasks import climedbench as _climedbench
+from clinconsensus_tasks import clinconsensus as _clinconsensus
+from clinconsensus_tasks.climedbench import inspect_task as _climedbench_tasks
+from clinconsensus_tasks.clinconsensus import inspect_task as _clinconsensus_tasks
 
-__all__ = [
-    "clinconsensus",
-    "climedbench",
-    "climedbench_id1",
-    "climedbench_id2",
-    "climedbench_id3",
-    "climedbench_id4",
-    "climedbench_bkt",
-    "climedbench_fit",
-    "climedbench_ftt",
-    "climedbench_wtd",
-    "climedbench_ds",
-    "climedbench_mc",
-    "climedbench_sso",
-    "climedbench_cpr",
-    "climedbench_ke",
-    "climedbench_cs",
-]
+__all__ = [*_clinconsensus.__all__, *_climedbench.__all__]
+globals().update({name: getattr(_clinconsensus_tasks, name) for name in _clinconsensus.__all__})
+globals().update({name: getattr(_climedbench_tasks, name) for name in _climedbench.__all__})

@@ -16,6 +16,20 @@ def expected_metrics(flaky: bool = False, batched: bool = False) -> dict[str, fl
     """What a correct pipeline must report on the bundled sample, from the server's own rules.
     ``batched``: a flaky judge's list that leaves out a criterion for good is never a verdict, so
     such a case fails all its criteria (a batched reply is all or nothing)."""
+    out = summarize(expected_cases(flaky, batched))
+    out.pop("cases")
+    return out
+
+
+def expected_without_failed(flaky: bool = False) -> dict[str, float]:
+    """The headline metrics over the cases with no failed judgment (``cacs@10(judgments=complete)`` ...),
+    from the server's own rules: a case with a failed judgment is left out, not scored as not met."""
+    complete = summarize([r for r in expected_cases(flaky) if r.failures == 0])
+    return {f"{name}(judgments=complete)": complete[name] for name in ("cacs@10", "cacs@7", "pass@10", "pass@7", "rubric_accuracy")}
+
+
+def expected_cases(flaky: bool = False, batched: bool = False) -> list[CaseResult]:
+    """Each bundled case as the stand-in server grades it (see :func:`expected_metrics`)."""
     rows = []
     for case in load_cases("sample").cases:
         answer = candidate_answer(case.question)
@@ -28,9 +42,7 @@ def expected_metrics(flaky: bool = False, batched: bool = False) -> dict[str, fl
         if batched and failures:
             met, failures = 0, len(case.rubrics)
         rows.append(CaseResult(met, len(case.rubrics), failures, case.slices()))
-    out = summarize(rows)
-    out.pop("cases")
-    return out
+    return rows
 
 
 def run_inspect(log_dir: Path, judge: str = "judge-model", candidate: str = "cand-model", expect_success: bool = True,

@@ -3,6 +3,7 @@ its ``/v1`` base URL, start and stop as a context manager (``with Server(...) as
 
 from __future__ import annotations
 
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
@@ -27,3 +28,11 @@ class LoopbackServer:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def closed_port_url(path: str = "/run_local_judge.py") -> str:
+    """A URL on 127.0.0.1 where nothing listens any more: stands in for an unreachable download."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}{path}"

@@ -80,11 +80,12 @@ def _stand_in_pytest(tmp_path: Path, fast_code: int, slow_code: int) -> tuple[di
     return {**os.environ, "PYTEST": str(tmp_path / "pytest")}, log
 
 
-def test_ci_tests_run_the_fast_tier_then_the_slow_tier(tmp_path):
+def test_ci_tests_run_the_fast_tier_then_the_slow_tier_then_the_framework_checks(tmp_path):
     env, log = _stand_in_pytest(tmp_path, 0, 0)
     done = subprocess.run(["bash", str(TESTS), "-x"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert log.read_text(encoding="utf-8").splitlines() == ["-m not slow -x", "-m slow -x"]
+    assert log.read_text(encoding="utf-8").splitlines() == [
+        "-m not slow and not framework_checks -x", "-m slow and not framework_checks -x", "-m framework_checks -x"]
 
 
 def test_ci_tests_stop_after_a_failing_fast_tier(tmp_path):
@@ -92,7 +93,7 @@ def test_ci_tests_stop_after_a_failing_fast_tier(tmp_path):
     done = subprocess.run(["bash", str(TESTS)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "fast tier failed (pytest exit code 1)" in done.stderr
-    assert log.read_text(encoding="utf-8").splitlines() == ["-m not slow"]
+    assert log.read_text(encoding="utf-8").splitlines() == ["-m not slow and not framework_checks"]
 
 
 @pytest.mark.parametrize("fast_code, slow_code, tier", [(5, 0, "fast"), (0, 5, "slow")])

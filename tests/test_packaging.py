@@ -24,6 +24,7 @@ import pytest
 from clinconsensus_tasks.lmeval_glue import task_configs_dir
 
 from frameworks import HEADLINE, expected_metrics
+from wheel_build import build_wheel
 
 BIN = Path(sys.executable).parent
 
@@ -62,9 +63,6 @@ def test_scorers_live_inside_the_package_only():
     assert find_spec("scorers") is None and find_spec("task_configs") is None
 
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
 @pytest.fixture(scope="module")
 def wheel_site(tmp_path_factory) -> Path | None:
     """None when the package is installed from a wheel; in an editable install, a folder holding
@@ -72,13 +70,7 @@ def wheel_site(tmp_path_factory) -> Path | None:
     if not installed_editable():
         return None
     root = tmp_path_factory.mktemp("wheel")
-    source = root / "src"  # a copy: building writes build/ and *.egg-info beside the sources
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "dist", "build", "*.egg-info", "__pycache__"))
-    # No isolation (offline): this environment's setuptools, which builds wheels without `wheel`.
-    built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--skip-dependency-check",
-                            "--outdir", str(root / "dist"), str(source)], capture_output=True, text=True, timeout=600)
-    assert built.returncode == 0, "building the wheel of the checkout failed:\n" + built.stderr[-3000:]
-    (wheel,) = (root / "dist").glob("clinconsensus_tasks-*.whl")
+    wheel = build_wheel(root)
     site = root / "site"
     installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)],
                                capture_output=True, text=True, timeout=600)

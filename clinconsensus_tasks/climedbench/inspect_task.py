@@ -1,3 +1,4 @@
+# inspect-evals-lint: ignore-file[IEFS002] -- one module per framework (inspect_task.py, lmeval_task.py); the package exports the tasks
 """CliMedBench as Inspect tasks: one per scenario (``climedbench_sso`` ...) and ``climedbench`` (all 14).
 
 The prompt and the scoring come from ``clinconsensus_tasks.scorers.climedbench.scenarios``, the same code the
@@ -42,7 +43,7 @@ def item_to_sample(code: str, asked: AskedItem) -> Sample:
 
 
 @metric(name="climedbench")
-def climedbench_metrics() -> Metric:
+def climedbench_metrics() -> Metric:  # inspect-evals-lint: ignore[IETS008] -- tested through the real epoch reducer by eval(epochs=2) in tests/climedbench/test_e2e_mockllm.py (the rule's helper runs mockllm/model without usage, which downloads a tokenizer: not offline)
     """Per-scenario metric, score and parse_failure; dimension means; overall score."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
@@ -140,7 +141,7 @@ def climedbench(data_dir: str | None = None, scenarios: str | list[str] | None =
         data_dir: folder with one ``<CODE>.jsonl`` per scenario; unset: the bundled synthetic sample.
         scenarios: the scenario codes to run (default all 14).
         similarity_model: sentence-transformers model for WTD (hub id or folder); default
-            ``$CLIMEDBENCH_SIMILARITY_MODEL``, else ``cyclone/simcse-chinese-roberta-wwm-ext``.
+            ``$CLIMEDBENCH_SIMILARITY_MODEL``, else ``cyclone/simcse-chinese-roberta-wwm-ext`` at its pinned commit.
         variant: clean (default), perturbed (12% of each question's characters perturbed), nota (the
             right option's text becomes 以上都不对) or cot (reason first, answer after the reasoning).
         perturbation: perturbed kinds, comma-separated (default all: shape,homophone,traditional,symbol).

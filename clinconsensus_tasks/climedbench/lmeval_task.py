@@ -34,6 +34,7 @@ from clinconsensus_tasks.scorers.climedbench.variants import CLEAN, VariantSetti
 from clinconsensus_tasks.climedbench.similarity import configured_model, cosine_similarities
 from clinconsensus_tasks.climedbench.similarity import check_model
 from clinconsensus_tasks.lmeval_glue import first_responses, quiet_custom_dataset_hint
+from clinconsensus_tasks.lmeval_run_check import RunCheckedTask
 
 
 quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here
@@ -45,8 +46,6 @@ def load_dataset(scenario: str, loglikelihood: bool = False, variant: str = CLEA
     import datasets
 
     loaded = load_scenario(scenario, os.environ.get(ENV_DATA_DIR) or None)
-    if loaded.scenario.kind == SIMILARITY:
-        check_model()  # before any generation: one clear error instead of a failure after every answer
     settings = VariantSettings(variant, perturbation or "all", float(perturbation_rate), int(seed))  # type: ignore[arg-type]
     asked, left_out = ask_scenario(loaded.scenario, loaded.items, settings)
     if left_out:
@@ -62,6 +61,15 @@ def load_dataset(scenario: str, loglikelihood: bool = False, variant: str = CLEA
             row.update(ll_prompt=loglikelihood_prompt(loaded.scenario.code, item), choices=letters, gold=letters.index(item["answer"]))
         rows.append(row)
     return {"test": datasets.Dataset.from_list(rows)}
+
+
+class SimilarityTask(RunCheckedTask):
+    """The WTD tasks' class: building one needs no similarity model (``lm_eval validate``, lm-eval's
+    task tests); a run loads it before the first model request, so a missing model stops the run
+    with one clear error instead of failing after every answer."""
+
+    def before_run(self) -> None:
+        check_model()
 
 
 def loglikelihood_prompt(code: str, item: dict[str, Any]) -> str:

@@ -57,8 +57,11 @@ def train_simcse(
 
     texts = read_corpus(corpus)
     output = Path(output)
+    from clinconsensus_tasks.climedbench.similarity import hub_id_and_revision
+
     try:
-        encoder = SentenceTransformer(model)
+        hub_id, revision = hub_id_and_revision(model)  # a pinned base model: <hub id>@<revision>
+        encoder = SentenceTransformer(hub_id, revision=revision)
     except Exception as exc:
         raise ConfigurationError(f"could not load the base model {model!r}: {type(exc).__name__}: {exc}") from exc
     encoder.max_seq_length = max_seq_length

@@ -3,8 +3,11 @@
 The paper scores WTD answers by the cosine similarity between a SimCSE embedding of the answer and
 one of the reference refutation. Here any sentence-transformers model serves, named by a hub id or
 a local folder (Inspect ``-T similarity_model=...``, lm-eval ``CLIMEDBENCH_SIMILARITY_MODEL``); the
-documented default is the public Chinese SimCSE checkpoint below. ``clinconsensus-eval
-train-simcse`` fine-tunes one on your own medical text, as the paper did.
+default is the public Chinese SimCSE checkpoint below at a pinned hub commit, written
+``<hub id>@<revision>``, the form every run records with each WTD score. Another model, or another
+revision of this one, is chosen the same way (``cyclone/simcse-chinese-roberta-wwm-ext@main``
+follows the branch; a hub id without ``@`` is not pinned). ``clinconsensus-eval train-simcse``
+fine-tunes one on your own medical text, as the paper did.
 
 The model is loaded once per process and texts are embedded in batches. Inspect batches the answers
 that arrive together, lm-eval embeds them all at once, and float32 results depend slightly on the
@@ -28,6 +31,10 @@ from typing import Any, Sequence
 from clinconsensus_tasks.errors import ConfigurationError
 
 DEFAULT_SIMILARITY_MODEL = "cyclone/simcse-chinese-roberta-wwm-ext"
+# The head of its main branch ("add readme only", 2 Sep 2021), on top of "simcse init version"
+# (25a599c2d6e6c0bc5b575ecd2caa40d07dce6aba), the commit that holds the weights.
+DEFAULT_SIMILARITY_REVISION = "871d7039a3fccd4869d545a25b63c545341ca7f4"
+DEFAULT_SIMILARITY_SPEC = f"{DEFAULT_SIMILARITY_MODEL}@{DEFAULT_SIMILARITY_REVISION}"
 ENV_SIMILARITY_MODEL = "CLIMEDBENCH_SIMILARITY_MODEL"
 BATCH_SIZE = 64
 DECIMALS = 9
@@ -37,7 +44,17 @@ _lock = threading.Lock()
 
 
 def configured_model(name: str | None = None) -> str:
-    return name or os.environ.get(ENV_SIMILARITY_MODEL) or DEFAULT_SIMILARITY_MODEL
+    """The model a run uses, as it records it: ``name``, else ``$CLIMEDBENCH_SIMILARITY_MODEL``, else
+    the pinned default ``<hub id>@<revision>``."""
+    return name or os.environ.get(ENV_SIMILARITY_MODEL) or DEFAULT_SIMILARITY_SPEC
+
+
+def hub_id_and_revision(model: str) -> tuple[str, str | None]:
+    """``org/name@rev`` -> ``("org/name", "rev")``; a folder or a hub id without ``@`` -> ``(model, None)``."""
+    if os.path.isdir(model) or "@" not in model:
+        return model, None
+    name, revision = model.rsplit("@", 1)
+    return name, revision or None
 
 
 class SimilarityModelUnavailable(ConfigurationError):
@@ -55,7 +72,7 @@ def how_to_provide(model: str, reason: str) -> str:
         f"Could not load the similarity model {model!r} that CliMedBench's WTD scenario needs: {reason}. "
         "Give a sentence-transformers model that loads here: a local folder with Inspect "
         f"-T similarity_model=/path/to/model or lm-eval {ENV_SIMILARITY_MODEL}=/path/to/model; a hub id only "
-        f"when the Hugging Face hub is reachable (the documented default is {DEFAULT_SIMILARITY_MODEL}; set "
+        f"when the Hugging Face hub is reachable (the default is {DEFAULT_SIMILARITY_SPEC}: <hub id>@<revision>; set "
         "HF_HUB_OFFLINE=1 on a machine without the hub, so it is never tried). Or leave WTD out: Inspect "
         "-T scenarios=<the other codes>, lm-eval --tasks <the other climedbench_* tasks>. "
         "`clinconsensus-eval train-simcse` builds a model from your own medical text."
@@ -66,23 +83,24 @@ def _hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _check_hub_model(name: str) -> None:
-    """For a name that is not a folder: it must be in the local hub cache, or the hub must answer
-    (one request, 10 s timeout) instead of a loader retrying an unreachable hub for minutes."""
+def _check_hub_model(model: str) -> None:
+    """For a name that is not a folder: it must be in the local hub cache (at its revision), or the
+    hub must answer (one request, 10 s timeout) instead of a loader retrying an unreachable hub for minutes."""
     from huggingface_hub import HfApi, snapshot_download
 
+    name, revision = hub_id_and_revision(model)
     try:
-        snapshot_download(name, local_files_only=True)
+        snapshot_download(name, revision=revision, local_files_only=True)
         return
     except Exception:
         pass
     if _hub_offline():
-        raise SimilarityModelUnavailable(name, "it is not a local folder, not in the Hugging Face cache, and HF_HUB_OFFLINE is set")
+        raise SimilarityModelUnavailable(model, "it is not a local folder, not in the Hugging Face cache, and HF_HUB_OFFLINE is set")
     try:
-        HfApi().model_info(name, timeout=10)
+        HfApi().model_info(name, revision=revision, timeout=10)
     except Exception as exc:
         raise SimilarityModelUnavailable(
-            name, f"it is not a local folder and the Hugging Face hub did not serve it ({type(exc).__name__}: {exc})"
+            model, f"it is not a local folder and the Hugging Face hub did not serve it ({type(exc).__name__}: {exc})"
         ) from exc
 
 
@@ -102,7 +120,7 @@ def check_model(name: str | None = None) -> str:
 
 
 def load_model(name: str) -> Any:
-    """The sentence-transformers model ``name`` (hub id or folder), loaded once per process."""
+    """The sentence-transformers model ``name`` (folder, hub id, or ``hub id@revision``), loaded once per process."""
     with _lock:
         if name in _models:
             return _models[name]
@@ -113,7 +131,8 @@ def load_model(name: str) -> Any:
                 name, f"sentence-transformers is not installed ({exc}): pip install 'clinconsensus-tasks[similarity]' (install torch first)"
             ) from exc
         try:
-            model = SentenceTransformer(name, device="cpu" if not _has_accelerator() else None)
+            hub_id, revision = hub_id_and_revision(name)
+            model = SentenceTransformer(hub_id, revision=revision, device="cpu" if not _has_accelerator() else None)
         except Exception as exc:
             raise SimilarityModelUnavailable(name, f"{type(exc).__name__}: {exc}") from exc
         model.double()  # see the module docstring: batch-independent results

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -41,7 +42,11 @@ HF_DATASET = "skylenage/ClinConsensus"
 HF_DATA_FILE = "data/clinconsensus_low.jsonl"
 SAMPLE_FILE = "clinconsensus_sample.jsonl"
 ENV_DATA = "CLINCONSENSUS_DATA"
-# The hub commit a release run reads (the release gate checks the revision a run recorded against it).
+# The hub commit of skylenage/ClinConsensus that runs read by default and the release gate checks
+# the revision a run recorded against. None: no commit id of the dataset could be confirmed when
+# this was written (the project's machines cannot reach the hub), so nothing is pinned; rather than
+# invent one, a run without a revision reads the default branch, says so, and records the commit it
+# read (``data_revision``) with the file's sha256 (``data_sha256``). Set it to a 40-hex commit to pin.
 HF_DATA_REVISION: str | None = None
 ENV_REVISION = "CLINCONSENSUS_DATA_REVISION"  # pins a hub revision (branch, tag or commit)
 
@@ -286,10 +291,14 @@ def load_from_hub(
 ) -> LoadedCases:
     """Load the public release with ``datasets``; ``repo_id`` may also be a local folder laid out
     like the hub repository (``datasets`` treats both alike). ``revision`` (default
-    ``$CLINCONSENSUS_DATA_REVISION``, else the default branch) pins a branch, tag or commit."""
+    ``$CLINCONSENSUS_DATA_REVISION``, else :data:`HF_DATA_REVISION`) names a branch, tag or commit."""
     import datasets
 
-    revision = revision or os.environ.get(ENV_REVISION) or None
+    revision = revision or os.environ.get(ENV_REVISION) or HF_DATA_REVISION
+    if revision is None and not Path(repo_id).exists():
+        print(f"[clinconsensus] WARNING: this package pins no revision of {repo_id} (dataset.HF_DATA_REVISION): "
+              f"reading its default branch; the run records the commit and sha256 it read. Pin one with "
+              f"{ENV_REVISION}=<commit> (Inspect: -T revision=<commit>).", file=sys.stderr)
     local = Path(repo_id).exists()
     try:
         dataset = datasets.load_dataset(repo_id, data_files=data_file, split="train", revision=revision)
@@ -297,7 +306,8 @@ def load_from_hub(
         if local:
             raise DataSourceError(f"Could not read {Path(repo_id) / data_file}: {type(exc).__name__}: {exc}") from exc
         raise DataSourceError(
-            f"Could not load the ClinConsensus data from the Hugging Face hub ({repo_id}, {data_file}): "
+            f"Could not load the ClinConsensus data from the Hugging Face hub ({repo_id}, {data_file}, "
+            f"revision {revision or 'default branch'}): "
             f"{type(exc).__name__}: {exc}\n"
             "If this machine cannot reach the hub, use a local copy instead: Inspect "
             "`-T data=/path/to/clinconsensus_low.jsonl` (or .parquet), lm-eval "

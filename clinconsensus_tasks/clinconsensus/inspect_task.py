@@ -1,3 +1,4 @@
+# inspect-evals-lint: ignore-file[IEFS002] -- one module per framework (inspect_task.py, lmeval_task.py); the package exports the task
 """ClinConsensus as an Inspect task: the dataset adapter, the rubric scorer and its metrics.
 
 The judge is the ``grader`` model role (``--model-role grader=PROVIDER/MODEL``), so any Inspect
@@ -56,7 +57,7 @@ from clinconsensus_tasks.judge.inspect_calls import (
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, classify
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize
+from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize, without_failed_means
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
@@ -111,7 +112,7 @@ def shown_alone(error: ClinConsensusError) -> ClinConsensusError:
 
 
 @metric(name="clinconsensus", scores="unreduced")
-def clinconsensus_metrics(
+def clinconsensus_metrics(  # inspect-evals-lint: ignore[IETS008] -- reads every epoch; tested by eval(epochs=2) in tests/clinconsensus/test_frameworks.py (the rule's helper needs a tokenizer download)
     thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA, with_breakdowns: bool = True,
     judge_failure_threshold: float | None = None,
 ) -> Metric:
@@ -133,6 +134,7 @@ def clinconsensus_metrics(
         out = summarize(results, thresholds, n_criteria)
         out.pop("cases")
         out.update(headline_stderrs(results, thresholds, n_criteria))
+        out.update(without_failed_means(results, thresholds, n_criteria))  # failed judgments left out, not "not met"
         out.update(metric_table.totals(records, leave_out=metric_table.TOKEN_COUNTS))
         if with_breakdowns:
             out.update(flatten_breakdowns(breakdowns(results, thresholds, n_criteria)))
@@ -167,7 +169,7 @@ def to_chat(messages: list[dict[str, str]]) -> list[ChatMessage]:
 
 def local_grader() -> Model | None:
     """The second judge (``local_grader`` role), if one is bound."""
-    return get_model(role=LOCAL_GRADER_ROLE) if model_roles().get(LOCAL_GRADER_ROLE) is not None else None
+    return get_model(role=LOCAL_GRADER_ROLE, required=True) if model_roles().get(LOCAL_GRADER_ROLE) is not None else None  # inspect-evals-lint: ignore[IEBP001] -- called only from the solver and the scorer, per sample
 
 
 def resolve_grader(role: str = GRADER_ROLE, allow_self_grading: bool = False) -> Model:
@@ -176,9 +178,9 @@ def resolve_grader(role: str = GRADER_ROLE, allow_self_grading: bool = False) ->
     Inspect would otherwise fall back to the model under test, which then grades itself.
     """
     if model_roles().get(role) is not None:
-        return get_model(role=role)
+        return get_model(role=role, required=True)  # inspect-evals-lint: ignore[IEBP001] -- called only from the solver and the scorer, per sample
     if allow_self_grading:
-        return get_model()
+        return get_model()  # inspect-evals-lint: ignore[IEBP001] -- called only from the solver and the scorer, per sample
     raise ConfigurationError(
         f"No judge bound: ClinConsensus grades answers with the '{role}' model role. Bind one, e.g. "
         f"`inspect eval clinconsensus_tasks/clinconsensus --model M --model-role {role}=openai/gpt-4.1`, "
@@ -411,7 +413,7 @@ def clinconsensus(
         judge_mode = settings.judge_mode(judge_mode)
         threshold = failure_threshold(judge_failure_threshold)
         loaded = load_cases(data, n_criteria, revision)
-        bound = [get_model(role=r) for r in (GRADER_ROLE, LOCAL_GRADER_ROLE) if model_roles().get(r) is not None]
+        bound = [get_model(role=r, required=True) for r in (GRADER_ROLE, LOCAL_GRADER_ROLE) if model_roles().get(r) is not None]  # inspect-evals-lint: ignore[IEBP001] -- the bound judges, checked once as the task is built, so a wrong judge stops the run before any answer
         checked = [str(j) for j in check_judges_now(bound)] if judge_check else []
     except ClinConsensusError as exc:
         raise shown_alone(exc) from exc

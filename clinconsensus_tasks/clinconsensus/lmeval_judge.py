@@ -9,7 +9,10 @@ reach a results file).
   the environment. ``load_dataset`` receives the metadata and copies the given keys into every
   document (``judge_settings``), which is how the judge filter, which lm-eval calls with the
   documents only, sees the same settings.
-* :class:`ClinConsensusTask`: the task class of the YAMLs; once the data is loaded it writes
+* :class:`ClinConsensusTask`: the task class of the YAMLs. Building it needs no judge: lm-eval
+  builds tasks to list, validate and test them (``lmeval_run_check``). When lm-eval runs it, before
+  the first model request, it checks the judge(s) (:meth:`ClinConsensusTask.before_run`: settings,
+  the judge prompt, one test request unless ``CLINCONSENSUS_JUDGE_CHECK=0``) and writes
   :func:`judge_identity` (judge model, host, mode, prompt sha256; both judges in a dual run) into
   the task config's ``metadata.judge``, which lm-eval writes into the results file's ``configs``
   whichever way the settings came in.
@@ -23,11 +26,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from lm_eval.api.task import ConfigurableTask
-
 from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.lmeval_run_check import RunCheckedTask
 
 ENV_JUDGE_MODE = "CLINCONSENSUS_JUDGE_MODE"
+ENV_JUDGE_CHECK = "CLINCONSENSUS_JUDGE_CHECK"  # 0: no test request before a run
+LOCAL_JUDGE_PREFIX = "CLINCONSENSUS_LOCAL_JUDGE_"
 METADATA_KEYS = {  # --metadata key -> the environment variable it stands for
     "judge_base_url": "CLINCONSENSUS_JUDGE_BASE_URL",
     "judge_model": "CLINCONSENSUS_JUDGE_MODEL",
@@ -92,21 +96,40 @@ def judge_identity(env: Mapping[str, str], dual: bool) -> dict[str, Any]:
     reference = JudgeSettings.from_env(env=env)
     out: dict[str, Any] = judge_provenance(reference.model, reference.base_url, mode, prompt)
     if dual:
-        local = JudgeSettings.from_env(prefix="CLINCONSENSUS_LOCAL_JUDGE_", env=env)
+        local = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX, env=env)
         out["local"] = judge_provenance(local.model, local.base_url, mode, prompt)
     return out
 
 
-class ClinConsensusTask(ConfigurableTask):
-    """lm-eval's configurable task, plus the judge's identity in ``metadata.judge`` (results file)."""
+def check_judges(env: Mapping[str, str], dual: bool) -> None:
+    """Everything a run's judge(s) need, before the model under test answers anything: the
+    settings, the judge prompt (the official one is fetched and sha256-checked now), the verdict
+    cache file, and (unless ``CLINCONSENSUS_JUDGE_CHECK=0``) one tiny test request to each judge."""
+    import sys
 
-    def __init__(self, config: dict | None = None, **kwargs: Any) -> None:
-        # lm-eval hands a YAML ``class:`` task its whole config, the ``class`` key included,
-        # which lm-eval's own TaskConfig does not take.
-        super().__init__(config={k: v for k, v in (config or {}).items() if k != "class"}, **kwargs)
+    from clinconsensus_tasks.judge.cache import check_cache_file
+    from clinconsensus_tasks.judge.client import JudgeSettings, probe_judge
+    from clinconsensus_tasks.judge.official_template import load_judge_prompt
 
-    def download(self, *args: Any, **kwargs: Any) -> None:
-        super().download(*args, **kwargs)
+    judges = [JudgeSettings.from_env(env=env)] + ([JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX, env=env)] if dual else [])
+    template = load_judge_prompt(None, judge_mode(env))
+    print(f"[clinconsensus] judge prompt: {template.name + ' sha256 ' + template.sha256 if template else 'project'}", file=sys.stderr)
+    if judges[0].use_cache:
+        warning = check_cache_file(judges[0].cache_dir)
+        if warning:
+            print(f"[clinconsensus] WARNING: {warning}", file=sys.stderr)
+    if env.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
+        for judge in judges:
+            probe_judge(judge, f" ({ENV_JUDGE_CHECK}=0 skips this check)")
+
+
+class ClinConsensusTask(RunCheckedTask):
+    """lm-eval's configurable task; a run checks its judge(s) first and names them in ``metadata.judge``."""
+
+    def before_run(self) -> None:
         metadata = dict(self.config.metadata or {})
-        metadata["judge"] = judge_identity(judge_env(metadata_settings(metadata)), dual=str(self.config.task).endswith("_dual"))
+        env = judge_env(metadata_settings(metadata))
+        dual = str(self.config.task).endswith("_dual")
+        check_judges(env, dual)
+        metadata["judge"] = judge_identity(env, dual)
         self.config.metadata = metadata

@@ -3,7 +3,9 @@
 How a run flows (``task_configs/clinconsensus/clinconsensus.yaml``):
 
 1. ``load_dataset`` reads and validates the cases (``CLINCONSENSUS_DATA``: ``hub``, ``sample`` or a
-   path) and checks the judge settings first, so a misconfigured run fails before any generation.
+   path). Building the task needs no judge; when lm-eval runs it, the task class checks the
+   judge(s) before the first model request (``lmeval_judge.ClinConsensusTask.before_run``), so a
+   misconfigured run fails before any generation.
 2. The model answers each question (any lm-eval backend; chat APIs need ``--apply_chat_template``).
 3. The ``judge`` filter receives every answer of the task at once and grades them all concurrently
    against their rubrics through the OpenAI-compatible judge (``judge_client``), with the on-disk
@@ -29,12 +31,11 @@ from typing import Any, Callable, Sequence
 
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
-from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_policy, judge_documents, probe_judge
+from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_policy, judge_documents
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
-from clinconsensus_tasks.clinconsensus.lmeval_judge import DOC_FIELD, ClinConsensusTask, doc_field, docs_env, judge_env, judge_mode, metadata_settings  # noqa: F401 (the YAMLs' class)
+from clinconsensus_tasks.clinconsensus.lmeval_judge import DOC_FIELD, LOCAL_JUDGE_PREFIX, ClinConsensusTask, doc_field, docs_env, judge_mode, metadata_settings  # noqa: F401 (the YAMLs' class)
 from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
-from clinconsensus_tasks.judge.cache import check_cache_file
 from clinconsensus_tasks.lmeval_glue import first_responses, quiet_custom_dataset_hint
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
@@ -45,7 +46,6 @@ from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
 
 quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here
 
-ENV_JUDGE_CHECK = "CLINCONSENSUS_JUDGE_CHECK"
 ENV_SEES_THINKING = "CLINCONSENSUS_JUDGE_SEES_THINKING"
 
 
@@ -56,51 +56,23 @@ def extra_thresholds(value: Any, n: int) -> list[int]:
     return [k for k in settings.thresholds(value, n) if k not in DEFAULT_THRESHOLDS]
 
 
-def check_judge(settings: JudgeSettings) -> None:
-    """Send the judge one tiny request now, before the model under test answers anything."""
-    probe_judge(settings, f" ({ENV_JUDGE_CHECK}=0 skips this check)")
-
-
 # -- 1. dataset ---------------------------------------------------------------------------------
 
 
-LOCAL_JUDGE_PREFIX = "CLINCONSENSUS_LOCAL_JUDGE_"
-
-
-def load_dataset_dual(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
-    """``clinconsensus_dual``: as :func:`load_dataset`, and the second (local) judge must be set too.
-    Its check comes after the data's, so invalid data is refused before any request."""
-    local = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX, env=judge_env(metadata_settings(kwargs)))
-    dataset = load_dataset(thresholds, **kwargs)
-    if os.environ.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
-        check_judge(local)
-    return dataset
-
-
 def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
-    """``custom_dataset`` hook: the validated cases as a ``datasets.Dataset`` test split.
+    """``custom_dataset`` hook (both tasks): the validated cases as a ``datasets.Dataset`` test split.
 
     lm-eval passes the task metadata (``--metadata``; from its CLI also the model arguments) as
-    keyword arguments; only ``thresholds`` is used. Everything a run needs is checked here, before
-    the model under test answers anything: the data, the judge settings, and (unless
-    ``CLINCONSENSUS_JUDGE_CHECK=0``) that the judge answers.
+    keyword arguments; ``thresholds`` and the judge settings given there are used. Building needs
+    no judge: the judge(s) are checked when lm-eval runs the task (``ClinConsensusTask.before_run``).
     """
     import datasets
 
-    given = metadata_settings(kwargs)  # lmeval_judge.py: judge settings from --metadata, the environment as fallback
-    judge = JudgeSettings.from_env(env=judge_env(given))
-    template = load_judge_prompt(None, judge_mode(judge_env(given)))  # $CLINCONSENSUS_JUDGE_PROMPT: fetched and checked now
+    given = metadata_settings(kwargs)  # lmeval_judge.py: judge settings from --metadata (an API key there is refused)
     n = settings.n_criteria_from_env()
     extra = extra_thresholds(thresholds, n)
     loaded = load_cases(os.environ.get(ENV_DATA, "hub"), n)
-    if judge.use_cache:
-        warning = check_cache_file(judge.cache_dir)
-        if warning:
-            print(f"[clinconsensus] WARNING: {warning}", file=sys.stderr)
-    if os.environ.get(ENV_JUDGE_CHECK, "1") not in ("0", "false", "no"):
-        check_judge(judge)
-    print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}; judge prompt: "
-          f"{template.name + ' sha256 ' + template.sha256 if template else 'project'}", file=sys.stderr)
+    print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}", file=sys.stderr)
     provenance = data_provenance(loaded)
     rows = [{**case.to_record(), "extra_thresholds": extra, "data_provenance": provenance, DOC_FIELD: doc_field(given)} for case in loaded.cases]
     return {"test": datasets.Dataset.from_list(rows)}
@@ -220,6 +192,7 @@ def metric_list(dual: bool = False) -> list[LmEvalMetric]:
     out = [LmEvalMetric(name, "mean") for name in means]
     out += [LmEvalMetric(name, "total", False) for name in metric_table.count_names() if name not in metric_table.TOKEN_COUNTS]
     out += [LmEvalMetric(audience_metric(name, who), "slice_mean") for who in AUDIENCES for name in SLICED]
+    out += [LmEvalMetric(metric_table.without_failed_name(name), "slice_mean") for name in metric_table.without_failed_names()]
     out += [LmEvalMetric(name, "total", False) for name in metric_table.TOKEN_COUNTS]  # what the judge(s) spent
     if dual:
         out += [LmEvalMetric(f"local/{name}", "mean") for name in means]
@@ -240,6 +213,8 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
     for who in AUDIENCES:
         for name in SLICED:
             out[audience_metric(name, who)] = terms[name] if doc.get("audience") == who else None
+    for name in metric_table.without_failed_names():  # a case with a failed judgment is left out of these
+        out[metric_table.without_failed_name(name)] = terms[name] if record.failures == 0 else None
     paired = record.paired()
     if paired is not None:
         out.update({f"local/{name}": value for name, value in case_terms(paired.other.met, paired.other.judged, DEFAULT_THRESHOLDS, n).items()})

@@ -36,6 +36,8 @@ from clinconsensus_tasks.scorers.clinconsensus.metric_table import (  # noqa: F4
     case_terms,
     headline_names,
     pass_term,
+    without_failed_name,
+    without_failed_names,
 )
 
 
@@ -153,6 +155,19 @@ def headline_stderrs(
     rows = _case_means(results, thresholds, n_criteria)
     names = list(case_terms(0, 1, thresholds, n_criteria))
     return {f"{name}_stderr": stderr_of_mean([row[name] for row in rows]) for name in names}
+
+
+def without_failed_means(
+    results: Sequence[CaseResult],
+    thresholds: Sequence[int] = DEFAULT_THRESHOLDS,
+    n_criteria: int = DEFAULT_N_CRITERIA,
+) -> dict[str, float]:
+    """The ``without_failed`` metrics (``cacs@10(judgments=complete)`` ...): the same means over the
+    observations with no failed judgment, a case with one left out rather than scored as not met
+    (NaN when no case is complete). The official rule, and the headline, counts them as not met."""
+    complete = [r for r in results if r.failures == 0]
+    means = headline_means(complete, thresholds, n_criteria) if complete else {}
+    return {without_failed_name(name): means.get(name, float("nan")) for name in without_failed_names(thresholds)}
 
 
 def summarize(

@@ -18,6 +18,11 @@ A row says how a case contributes and how the run's value is made from the cases
   ``rubric_accuracy(audience=lay)`` ...); ``by_audience`` rows get one per audience.
 * ``agreement``: a statistic of two judges' verdicts on the same answers (dual-judge runs).
 
+``without_failed`` rows are also reported over the cases whose every judgment gave a verdict
+(``cacs@10(judgments=complete)`` ...). The official rule, and the headline, counts a failed
+judgment as "not met"; Inspect's guidance treats a grader failure as an instrument failure, not a
+zero (``Score.unscored()``): a case with a failed judgment is left out of these numbers instead.
+
 ``headline`` rows are the task's score, in this order (CACS@10, the paper's current headline,
 first: results tables and Inspect View show the first metric as the score). ``display`` says how
 people read the value: ``fraction`` (0..1, printed with four decimals everywhere, as both
@@ -79,6 +84,7 @@ class Metric:
     term: Callable[[int, int, int, int], float] | None = None  # mean: (met, judged, N, k) -> term
     count: Callable[[Any], float] | None = None  # total: GradedCase -> count
     by_audience: bool = False  # also reported per audience (slice_mean) by lm-eval
+    without_failed: bool = False  # also reported over the cases with no failed judgment (both frameworks)
     dual_only: bool = False  # only in dual-judge runs
 
     def names(self, thresholds: Sequence[int] = DEFAULT_THRESHOLDS) -> list[str]:
@@ -89,11 +95,11 @@ class Metric:
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("cacs@{k}", "max(0, met - k + 1) / (N - k + 1)", MEAN, headline=True, by_audience=True,
+    Metric("cacs@{k}", "max(0, met - k + 1) / (N - k + 1)", MEAN, headline=True, by_audience=True, without_failed=True,
            term=lambda met, judged, n, k: cacs_term(met, k, n)),
-    Metric("pass@{k}", "1 if met >= k else 0", MEAN, headline=True,
+    Metric("pass@{k}", "1 if met >= k else 0", MEAN, headline=True, without_failed=True,
            term=lambda met, judged, n, k: pass_term(met, k)),
-    Metric("rubric_accuracy", "met / judged", MEAN, headline=True, by_audience=True,
+    Metric("rubric_accuracy", "met / judged", MEAN, headline=True, by_audience=True, without_failed=True,
            term=lambda met, judged, n, k: accuracy_term(met, judged)),
     Metric("judge_failures", "judgments with no parseable verdict (counted as not met)", TOTAL, False, display=COUNT,
            count=lambda r: r.failures),
@@ -135,6 +141,20 @@ def headline_names(thresholds: Sequence[int] = DEFAULT_THRESHOLDS) -> list[str]:
 def mean_names(thresholds: Sequence[int] = DEFAULT_THRESHOLDS) -> list[str]:
     """Every metric that is a mean of per-case terms, headline or not, in table order."""
     return [name for m in metrics_of(MEAN) for name in m.names(thresholds)]
+
+
+# The cases a ``without_failed`` metric is reported over, as a slice name: ``cacs@10(judgments=complete)``.
+COMPLETE_DIMENSION, COMPLETE_LABEL = "judgments", "complete"
+
+
+def without_failed_name(name: str) -> str:
+    """``cacs@10`` -> ``cacs@10(judgments=complete)``: the metric over the cases with no failed judgment."""
+    return f"{name}({COMPLETE_DIMENSION}={COMPLETE_LABEL})"
+
+
+def without_failed_names(thresholds: Sequence[int] = DEFAULT_THRESHOLDS) -> list[str]:
+    """The ``without_failed`` rows' names (``cacs@10``, ...), in table order."""
+    return [name for m in metrics_of(MEAN) if m.without_failed for name in m.names(thresholds)]
 
 
 def count_names() -> list[str]:

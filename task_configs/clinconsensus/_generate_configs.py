@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+
 GLUE = "clinconsensus_tasks.clinconsensus.lmeval_task"
 HERE = Path(__file__).resolve().parent
 
@@ -58,7 +59,6 @@ DUAL = """\
 # `clinconsensus-eval summarize <samples file>`.
 include: clinconsensus.yaml
 task: clinconsensus_dual
-custom_dataset: !function {glue}.load_dataset_dual
 filter_list:
   - name: judge
     filter:
@@ -77,21 +77,36 @@ def metric_block(dual: bool) -> str:
 
     lines = ["metric_list:"]
     for m in metric_list(dual):
-        aggregation = m.aggregation if m.aggregation == "mean" else f"!function {GLUE}.{m.aggregation}"
-        lines += [f"  - metric: {m.name}", f"    aggregation: {aggregation}", f"    higher_is_better: {str(m.higher_is_better).lower()}"]
+        aggregation = (
+            m.aggregation
+            if m.aggregation == "mean"
+            else f"!function {GLUE}.{m.aggregation}"
+        )
+        lines += [
+            f"  - metric: {m.name}",
+            f"    aggregation: {aggregation}",
+            f"    higher_is_better: {str(m.higher_is_better).lower()}",
+        ]
     return "\n".join(lines) + "\n"
 
 
 def render() -> dict[str, str]:
     """File name -> content of every generated YAML."""
     from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
+
     from clinconsensus_tasks.generation import CLINCONSENSUS
 
     head = HEADER.format(glue=GLUE)
     foot = FOOTER.format(version=TASK_VERSION)
     return {
-        "clinconsensus.yaml": head + SINGLE.format(glue=GLUE, generation=CLINCONSENSUS.lmeval_yaml()) + metric_block(False) + foot,
-        "clinconsensus_dual.yaml": head + DUAL.format(glue=GLUE) + metric_block(True) + foot,
+        "clinconsensus.yaml": head
+        + SINGLE.format(glue=GLUE, generation=CLINCONSENSUS.lmeval_yaml())
+        + metric_block(False)
+        + foot,
+        "clinconsensus_dual.yaml": head
+        + DUAL.format(glue=GLUE)
+        + metric_block(True)
+        + foot,
     }
 
 

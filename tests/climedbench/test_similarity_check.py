@@ -87,3 +87,24 @@ def test_scenarios_without_wtd_never_import_the_model(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["30", "10", "False", "False"]  # 10 bundled items per scenario
+
+
+def test_the_default_model_is_pinned_to_a_hub_commit_and_another_is_chosen_explicitly(monkeypatch, tmp_path):
+    monkeypatch.delenv("CLIMEDBENCH_SIMILARITY_MODEL", raising=False)
+    pinned = similarity.configured_model()
+    assert pinned == "cyclone/simcse-chinese-roberta-wwm-ext@871d7039a3fccd4869d545a25b63c545341ca7f4"
+    assert similarity.hub_id_and_revision(pinned) == ("cyclone/simcse-chinese-roberta-wwm-ext", "871d7039a3fccd4869d545a25b63c545341ca7f4")
+    monkeypatch.setenv("CLIMEDBENCH_SIMILARITY_MODEL", "org/other-simcse@main")
+    assert similarity.hub_id_and_revision(similarity.configured_model()) == ("org/other-simcse", "main")
+    assert similarity.hub_id_and_revision("org/other-simcse") == ("org/other-simcse", None)  # not pinned: the user's choice
+    folder = tmp_path / "models@v2"
+    folder.mkdir()
+    assert similarity.hub_id_and_revision(str(folder)) == (str(folder), None)  # a folder is a folder, whatever its name
+
+
+def test_the_pinned_default_is_what_an_offline_check_names(fake_server, monkeypatch):
+    pytest.importorskip("sentence_transformers")
+    monkeypatch.delenv("CLIMEDBENCH_SIMILARITY_MODEL", raising=False)
+    with pytest.raises(ConfigurationError) as error:
+        similarity.check_model()
+    assert_one_clear_message(str(error.value), similarity.DEFAULT_SIMILARITY_SPEC)

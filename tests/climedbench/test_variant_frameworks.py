@@ -150,7 +150,7 @@ def test_nota_leaves_out_and_counts_items_in_both_frameworks(fake_server, tmp_pa
     assert log.eval.task_args["variant"] == "nota"
     assert log.eval.metadata["left_out"] == {"ID2": ["ID2-009"]}
     assert set(log.eval.metadata["not_applicable"]) == {"FTT", "SSO", "CPR", "KE"}
-    assert results["n-samples"]["climedbench_id2_nota"]["effective"] == 9
+    assert results["n-samples"]["climedbench_id2_nota"]["effective"] == 10  # 11 bundled ID2 items, one left out
     for code in ("ID1", "ID2", "BKT", "FIT", "CS"):
         lm = results["results"][f"{SCENARIOS[code].task_name}_nota"]
         assert metrics[f"{code}/score"] == lm["score,answer"] == want[f"{code}/score"]

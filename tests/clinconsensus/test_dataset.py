@@ -121,7 +121,7 @@ def test_hub_unreachable_names_both_alternatives(tmp_path):
     env = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0", "HF_HOME": str(tmp_path / "hf")}
     done = _validate_hub(tmp_path, **env)
     assert done.returncode == 2
-    assert "Could not load the ClinConsensus data from the Hugging Face hub (skylenage/ClinConsensus, data/clinconsensus_low.jsonl)" in done.stderr
+    assert "Could not load the ClinConsensus data from the Hugging Face hub (skylenage/ClinConsensus, data/clinconsensus_low.jsonl, revision default branch)" in done.stderr
     assert "-T data=/path/to/clinconsensus_low.jsonl" in done.stderr and "`-T data=sample` / `CLINCONSENSUS_DATA=sample`" in done.stderr
 
 
@@ -268,3 +268,25 @@ def test_a_directory_as_data_is_named_as_such(tmp_path):
     write_jsonl(tmp_path / "cases.jsonl", sample_records()[:1])
     with pytest.raises(DataSourceError, match=rf"^ClinConsensus data {tmp_path} is a directory, not a data file: .*holds: cases.jsonl\)$"):
         load_cases(str(tmp_path))
+
+
+def test_the_hub_revision_defaults_to_the_pinned_one_and_is_chosen_explicitly(monkeypatch, capsys):
+    # HF_HUB_OFFLINE stands in for a machine without the hub: the error names the revision asked for.
+    from clinconsensus_tasks.clinconsensus import dataset
+    from clinconsensus_tasks.errors import DataSourceError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.delenv("CLINCONSENSUS_DATA_REVISION", raising=False)
+    monkeypatch.setattr(dataset, "HF_DATA_REVISION", None)
+    with pytest.raises(DataSourceError, match="revision default branch"):
+        load_from_hub()
+    assert "pins no revision of skylenage/ClinConsensus" in capsys.readouterr().err
+    pinned = "0123456789abcdef0123456789abcdef01234567"
+    monkeypatch.setattr(dataset, "HF_DATA_REVISION", pinned)
+    with pytest.raises(DataSourceError, match=f"revision {pinned}"):
+        load_from_hub()
+    assert "pins no revision" not in capsys.readouterr().err
+    monkeypatch.setenv("CLINCONSENSUS_DATA_REVISION", "refs/pr/1")
+    with pytest.raises(DataSourceError, match="revision refs/pr/1"):
+        load_from_hub()

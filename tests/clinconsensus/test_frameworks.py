@@ -16,7 +16,7 @@ from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD
 
-from frameworks import HEADLINE, expected_metrics, run_inspect, run_lmeval
+from frameworks import HEADLINE, expected_metrics, expected_without_failed, run_inspect, run_lmeval
 from hand_worked import CLINCONSENSUS, TOLERANCE
 
 pytestmark = pytest.mark.slow
@@ -67,6 +67,12 @@ def test_flaky_judge_429_500_and_malformed_verdicts(fake_server, tmp_path, monke
     assert expected["judge_failures"] > 0  # the sample does hit permanently malformed verdicts
     assert {k: inspect_metrics[k] for k in HEADLINE} == expected
     assert {k: lmeval_metrics[k] for k in HEADLINE} == expected
+    # Beside the headline (the official rule: a failed judgment is not met), the same metrics with
+    # the cases that have a failed judgment left out (an instrument failure, not a zero): equal in
+    # both frameworks to the last bit, and higher here than the headline.
+    complete = expected_without_failed(flaky=True)
+    assert {k: inspect_metrics[k] for k in complete} == {k: lmeval_metrics[k] for k in complete} == complete
+    assert complete["rubric_accuracy(judgments=complete)"] > expected["rubric_accuracy"]
     # Failed judgments are visible per criterion, with the judge's output, and count as not met.
     failed = [j for s in log.samples for j in s.scores["rubric_scorer"].metadata["judgments"] if j["met"] is None]
     assert len(failed) == expected["judge_failures"]

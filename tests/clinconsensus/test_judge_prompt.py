@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
-import socket
 import threading
 from collections import Counter
 from pathlib import Path
@@ -24,6 +23,8 @@ from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.fake_openai_server import candidate_answer, oracle_verdict, template_pattern
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, official_template, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import TemplateError, check_placeholders, parse_template
+
+from loopback_server import closed_port_url
 
 # A stand-in for the official template: same placeholders and order, literal braces in the answer
 # format (written doubled, as str.format needs), one user message.
@@ -65,13 +66,6 @@ def mirror(tmp_path):
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
-
-
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/run_local_judge.py"  # nothing listens there any more
 
 
 def test_placeholders_missing_or_unknown_are_named():
@@ -147,7 +141,7 @@ def test_template_file_errors_name_the_file(tmp_path):
 @pytest.mark.slow
 def test_unobtainable_template_stops_both_frameworks_before_any_answer(fake_server, tmp_path, monkeypatch):
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
-    from clinconsensus_tasks.clinconsensus.lmeval_task import load_dataset
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_PROMPT_URL", closed_port_url())
     with pytest.raises(ConfigurationError, match="official ClinConsensus judge prompt could not be obtained"):
@@ -155,7 +149,8 @@ def test_unobtainable_template_stops_both_frameworks_before_any_answer(fake_serv
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_PROMPT", "official")
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODEL", "judge-model")
     with pytest.raises(ConfigurationError, match="official ClinConsensus judge prompt could not be obtained"):
-        load_dataset()
+        simple_evaluate(tasks=["clinconsensus"], model="local-chat-completions", apply_chat_template=True,
+                        model_args={"model": "cand-model", "base_url": f"{fake_server.base_url}/chat/completions"})
     assert fake_server.stats()["calls"] == {}  # nothing was generated or judged
 
 
