@@ -196,6 +196,8 @@ def _say_last(message: str) -> None:
     """Print ``message`` once more when the process ends, after Inspect's own summary: Inspect
     closes a failed task's panel with "Resume task with: inspect eval-retry", the command that pays
     for every answer again, and the last words a user reads must say how to finish the run instead."""
+    if os.path.basename(sys.argv[0] if sys.argv else "") != "inspect":
+        return  # a Python caller of inspect_ai.eval() reads the log's error; no screen to end
     if not _SAID:
         atexit.register(lambda: [print(f"\nClinConsensus: {said}", file=sys.stderr) for said in _SAID[-1:]])
     _SAID.append(message)
