@@ -79,6 +79,7 @@ def _summarize(args: argparse.Namespace) -> int:
 
     from clinconsensus_tasks.report.costs import judge_usage, usage_rows
     from clinconsensus_tasks.scorers.usage import parse_prices
+    from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE
 
     if args.strict:
         return _release_gate(args)
@@ -94,7 +95,7 @@ def _summarize(args: argparse.Namespace) -> int:
             "judge_usage": usage_rows(judge_usage([r.graded for r in records]), prices),
         }
         if any(r.graded.dual for r in records):
-            local_rows = [r.graded.local_result() for r in records]
+            local_rows = [r.graded.role_result(SECOND_ROLE) for r in records]
             report[path]["local_judge"] = summarize(local_rows, args.thresholds, args.n_criteria)
             report[path]["local_judge_breakdowns"] = breakdowns(local_rows, args.thresholds, args.n_criteria)
             report[path]["agreement"] = {k: v for k, v in compare_logs(path, None, args.thresholds).items() if not k.startswith("other/")}

@@ -59,7 +59,7 @@ from clinconsensus_tasks.scorers.clinconsensus import metric_table
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize, without_failed_means
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
-from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, grade_case
+from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES, VERDICT_SCHEMA_DESCRIPTION, VERDICT_SCHEMA_NAME, verdict_schema
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
@@ -324,18 +324,18 @@ def rubric_scorer(
             sent = limit.fit_answer(answer, state.input_text, rubrics, judge_mode, template)
             graded = await grade_case(str(state.sample_id), state.input_text, sent, rubrics, limited(completer(model, spent, server), limit), str(model),
                                       judge_mode, max_attempts, slices, state.epoch, template, prompt_info, breaker)
-            return replace(graded, judge_usage=total(spent).to_dict())
+            return graded.with_usage(total(spent).to_dict())
 
         record, *second = await asyncio.gather(*([grade(grader)] + ([grade(local)] if local is not None else [])))
         if second:
-            record = record.with_local(second[0])
+            record = record.with_role(SECOND_ROLE, second[0])
         record = replace(record, answer_truncated=truncated, thinking_removed=seen.thinking_removed or (reasoned and not judge_sees_thinking))
         note = f"{record.met}/{record.judged} criteria met" + (f", {record.failures} failed judgment(s)" if record.failures else "")
         if record.answer_empty:
             note = "empty answer: no criterion met (not sent to the judge)"
         if record.suspect:
             note += f"; suspect answer ({', '.join(record.suspect)})"
-        local_result = record.local_result()
+        local_result = record.role_result(SECOND_ROLE)
         if local_result is not None:
             note += f"; local judge: {local_result.met}/{local_result.judged} met"
         return Score(

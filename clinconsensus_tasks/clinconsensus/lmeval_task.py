@@ -42,7 +42,7 @@ from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_THRESHOLDS, CaseResult, case_terms, mean, slice_metric_name
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics
-from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
+from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 
 quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here
 
@@ -121,7 +121,7 @@ def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> l
         )
 
     (records, stats), (local_records, local_stats) = _run(both)
-    records = [r.with_local(local) for r, local in zip(records, local_records)]
+    records = [r.with_role(SECOND_ROLE, local) for r, local in zip(records, local_records)]
     enforce_failure_policy(records, reference_settings)  # both judges' failures, as in Inspect
     for name, st in ((reference_settings.model, stats), (local_settings.model, local_stats)):
         print(f"[clinconsensus] judge {name}: {st['calls']} calls, {st['cache_hits']} cache hits", file=sys.stderr)

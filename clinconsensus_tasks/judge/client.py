@@ -311,7 +311,7 @@ async def judge_documents(
             record = await grade_case(str(doc["case_id"]), doc["question"], sent, rubrics, limited(complete, limit), settings.model,
                                       mode, max_attempts, slices_of(doc), template=template, judge_prompt=prompt_info, breaker=breaker)
             progress.update(1)
-            return replace(record, judge_usage=total(spent).to_dict())  # tokens of the calls sent (cache hits: none)
+            return record.with_usage(total(spent).to_dict())  # tokens of the calls sent (cache hits: none)
 
         records = await _bounded_map(one, list(zip(answers, docs)), cases_in_flight(settings.concurrency))
         progress.close()

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Sequence
 from clinconsensus_tasks.errors import DataValidationError
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.scorers.agreement import Confusion, verdict_report
-from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
+from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics, pair_verdicts
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, per_criterion_messages
@@ -41,11 +41,11 @@ def _pair_records(reference: Sequence[LoggedCase], other: Sequence[LoggedCase], 
             raise DataValidationError([f"{ref.where}: case {case.case_id!r} (epoch {case.epoch}) is missing from the other log"])
         if ref.answer != match.answer:
             raise DataValidationError([f"{ref.where}: case {case.case_id!r} has a different answer in the other log: compare logs of the same answers"])
-        theirs = _verdicts(match.graded.local_judgments if other_local else match.graded.judgments)
+        theirs = _verdicts(match.graded.roles[SECOND_ROLE].judgments if other_local else match.graded.judgments)
         ours = _verdicts(case.judgments)
         ids = list(ours)
         confusion = pair_verdicts([ours[i] for i in ids], [theirs.get(i) for i in ids])
-        other_result = (match.graded.local_result() if other_local else None) or match.graded.result()
+        other_result = (match.graded.role_result(SECOND_ROLE) if other_local else None) or match.graded.result()
         pairs.append(PairedCase(case.result(), other_result, confusion))
     return pairs
 
@@ -111,7 +111,7 @@ def label_agreement(labels_path: str, logs: Sequence[str]) -> dict[str, Any]:
         records = [r.graded for r in read_case_records(log)]
         judges = [("judge", lambda r: r.judgments, records[0].judge if records else "")]
         if any(r.dual for r in records):
-            judges.append(("local_judge", lambda r: r.local_judgments, records[0].local_judge))
+            judges.append(("local_judge", lambda r: r.roles[SECOND_ROLE].judgments, records[0].roles[SECOND_ROLE].judge))
         for role, get, name in judges:
             total, by_subject, failures, matched = Confusion(), defaultdict(Confusion), 0, 0
             for record in records:
@@ -163,8 +163,9 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
     for log in logs:
         for record in read_case_records(log):
             graded = record.graded
-            judgments = graded.local_judgments if judge == "local" else graded.judgments
-            judges.add(graded.local_judge if judge == "local" else graded.judge)
+            verdicts = graded.roles.get(SECOND_ROLE) if judge == "local" else graded.headline
+            judgments = verdicts.judgments if verdicts else ()
+            judges.add(verdicts.judge if verdicts else "")
             case_id = graded.case_id
             bucket = int(hashlib.sha256(f"{seed}:{case_id}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
             split = "dev" if bucket < dev_share else "train"

@@ -14,12 +14,13 @@ from clinconsensus_tasks.scorers.usage import Prices, TokenUsage, judge_name, pr
 
 def case_usage(record: Any) -> dict[str, TokenUsage]:
     """One case's tokens per judge name (:func:`scorers.usage.judge_name`, so both frameworks'
-    runs name a judge alike; the local judge of a dual run apart)."""
+    runs name a judge alike; each further judge role of the run apart)."""
     out = {}
     if record.judge or record.judge_usage:
         out[judge_name(record.judge) or "judge"] = TokenUsage.from_dict(record.judge_usage)
-    if record.local_judge_usage:
-        out[judge_name(record.local_judge) or "local judge"] = TokenUsage.from_dict(record.local_judge_usage)
+    for role, verdicts in record.other_roles.items():
+        if verdicts.usage:
+            out[judge_name(verdicts.judge) or role] = TokenUsage.from_dict(verdicts.usage)
     return out
 
 

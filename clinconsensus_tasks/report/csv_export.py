@@ -27,7 +27,7 @@ def _case_rows(path: str, records: Sequence[LoggedCase], thresholds: Sequence[in
     rows = []
     for r in records:
         g = r.graded
-        used = TokenUsage.from_dict(g.judge_usage) + TokenUsage.from_dict(g.local_judge_usage)
+        used = sum((TokenUsage.from_dict(v.usage) for v in g.roles.values()), TokenUsage())
         meta = r.metadata or {}
         rows.append({"log": path, "case_id": g.case_id, "epoch": g.epoch, "difficulty": meta.get("difficulty", ""),
                      "subject": meta.get("subject", ""), "audience": meta.get("audience", ""), "judge": g.judge,

@@ -51,7 +51,7 @@ from clinconsensus_tasks.log_files import (
 from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, TASK_VERSION as CLIN_VERSION, mean_names
-from clinconsensus_tasks.scorers.clinconsensus.records import failure_tally
+from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, failure_tally
 from clinconsensus_tasks.scorers.climedbench.metric_table import TASK_VERSION as CMB_VERSION
 
 RELEASE_FAILURE_SHARE = 0.01  # the frameworks' default failure policy; the gate's bar unless a flag says otherwise
@@ -167,7 +167,7 @@ def _inspect_facts(path: Path) -> RunFacts:
     facts.data = {k: str((spec.metadata or {}).get(k) or "") for k in ("data_source", "data_sha256", "data_revision")}
     facts.thresholds = tuple(int(k) for k in args.get("thresholds") or (7, 10))
     facts.records = read_case_records(path, skip_errored=True)
-    facts.judges_per_case = 2 if any(r.graded.local_judgments for r in facts.records) or "local_grader" in roles else 1
+    facts.judges_per_case = max([len(r.graded.roles) for r in facts.records] + [2 if SECOND_ROLE in roles else 1])
     return facts
 
 
@@ -233,7 +233,7 @@ def _lmeval_facts(results_path: Path, tasks: Sequence[str], samples: Mapping[str
     facts.data = {k: str((first.get("data_provenance") or {}).get(k) or "") for k in ("data_source", "data_sha256", "data_revision")}
     facts.thresholds = tuple(sorted({int(n[5:]) for n in facts.header_metrics if n.startswith("cacs@") and n[5:].isdigit()},
                                     reverse=True)) or (10, 7)
-    facts.judges_per_case = 2 if any(r.graded.local_judgments for r in facts.records) else 1
+    facts.judges_per_case = max([len(r.graded.roles) for r in facts.records] + [1])
     return facts
 
 
@@ -324,7 +324,7 @@ def _whole(run: RunFacts, bar: ReleaseBar) -> list[str]:
     cases = {r.graded.case_id for r in run.records}
     if run.planned_cases is not None and len(cases) + run.errored < run.planned_cases and not run.selection:
         problems.append(f"{len(cases)} of the {run.planned_cases} cases loaded have a record: run every case")
-    short = [r for r in run.records if r.graded.judged != DEFAULT_N_CRITERIA or len(r.graded.local_judgments) not in (0, DEFAULT_N_CRITERIA)]
+    short = [r for r in run.records if r.graded.judged != DEFAULT_N_CRITERIA or any(len(v.judgments) != DEFAULT_N_CRITERIA for v in r.graded.roles.values())]
     if short:
         problems.append(f"{len(short)} case(s) not judged on all {DEFAULT_N_CRITERIA} criteria (first: {short[0].where}): "
                         f"the release data has {DEFAULT_N_CRITERIA} per case")
@@ -355,7 +355,7 @@ def _independent(run: RunFacts, bar: ReleaseBar) -> list[str]:
     if run.benchmark == CLIMEDBENCH:
         return []
     problems = []
-    judges = sorted({r.graded.judge for r in run.records} | {r.graded.local_judge for r in run.records if r.graded.local_judge})
+    judges = sorted({v.judge for r in run.records for v in r.graded.roles.values() if v.judge})
     provenances = [p for r in run.records for p in r.provenance]
     servers = {p.get("judge_model", ""): p.get("judge_server", "") for p in provenances}
     named = {_judge_name(run, j) for j in judges}

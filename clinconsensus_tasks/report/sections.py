@@ -24,6 +24,7 @@ from clinconsensus_tasks.scorers.climedbench.length_deciles import DECILES, deci
 from clinconsensus_tasks.scorers.climedbench.robustness import OVERALL, paired_drops
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, summarize
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import format_value, headline_names, mean_names
+from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE
 from clinconsensus_tasks.scorers.usage import Prices
 
 AUDIENCES = ("lay", "professional")
@@ -169,7 +170,7 @@ def agreement_table(runs: Sequence[ClinRun]) -> Table:
         if not run.dual:
             continue
         metrics = compare_logs(run.path)
-        judges = run.meta.get("judges") or [run.records[0].graded.judge, run.records[0].graded.local_judge]
+        judges = run.meta.get("judges") or [run.records[0].graded.judge, run.records[0].graded.roles[SECOND_ROLE].judge]
         cells = [_f(metrics.get(c)) for c in AGREEMENT_COLUMNS[:-1]] + [str(int(metrics.get(AGREEMENT_COLUMNS[-1], 0)))]
         rows.append([run.name, " vs ".join(judges), *cells])
     header = ["model", "judges (reference vs local)", "percent", "kappa", "macro F1", "CACS@10 diff", "local CACS@10", "local judge failures"]

@@ -65,9 +65,9 @@ def cacs_term(met: int, k: int, n_criteria: int = DEFAULT_N_CRITERIA) -> float:
 
 
 def _judge_tokens(field: str) -> Callable[[Any], float]:
-    """A case's judge tokens of one kind, both judges of a dual run together."""
+    """A case's judge tokens of one kind, every judge role's together."""
     def count(record: Any) -> float:
-        return int(record.judge_usage.get(field, 0)) + int(record.local_judge_usage.get(field, 0))
+        return sum(int(verdicts.usage.get(field, 0)) for verdicts in record.roles.values())
     return count
 
 

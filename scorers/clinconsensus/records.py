@@ -1,7 +1,7 @@
 """The one record of a graded ClinConsensus case, from the judge's verdicts to every metric.
 
-Grading produces a :class:`GradedCase` (verdicts of the reference judge and, in a dual-judge run,
-of the second judge); the Inspect scorer stores ``to_dict()`` as its score metadata, lm-eval's
+Grading produces a :class:`GradedCase` (the verdicts of each judge role: the headline grader and,
+in a dual-judge run, the second judge); the Inspect scorer stores ``to_dict()`` as its score metadata, lm-eval's
 judge filter as each document's filtered response; both frameworks' metrics, the log readers,
 ``rescore``, ``export-sft``, the regression and agreement tools and the report read it back with
 ``from_dict``. There is no other packing of a case's result: a new per-case field is added here,
@@ -22,36 +22,87 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTempla
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import prompt_fixed_text
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment, count_failures, count_met, failures_of, grade_answer
 
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: judge roles (the second judge under "roles", not "local_*")
 PROMPT_FIELDS = ("judge_prompt", "judge_prompt_sha256", "judge_prompt_source")
+
+
+HEADLINE_ROLE = "grader"  # the judge whose verdicts give the headline metrics
+SECOND_ROLE = "local_grader"  # the second judge of a dual-judge run (Inspect's role name)
+
+
+@dataclass(frozen=True)
+class RoleVerdicts:
+    """One judge role's grading of a case: the model, its verdicts in rubric order, and the tokens
+    its API reported (``scorers.usage.TokenUsage`` fields; empty when not recorded)."""
+
+    judge: str
+    judgments: tuple[CriterionJudgment, ...]
+    usage: Mapping[str, int] = field(default_factory=dict)
+
+    def result(self, slices: Mapping[str, tuple[str, ...]], case_id: str) -> CaseResult:
+        return CaseResult(count_met(self.judgments), len(self.judgments), count_failures(self.judgments), slices, case_id)
+
+    def to_dict(self, secrets: set[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {"judge": self.judge, "met": count_met(self.judgments), "failures": count_failures(self.judgments),
+                               "judgments": [_redacted(j, secrets) for j in self.judgments]}
+        if self.usage:
+            out["usage"] = dict(self.usage)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RoleVerdicts":
+        return cls(str(data.get("judge") or ""), tuple(CriterionJudgment.from_dict(j) for j in data.get("judgments") or ()),
+                   {str(k): int(v) for k, v in (data.get("usage") or {}).items()})
 
 
 @dataclass(frozen=True)
 class GradedCase:
     """One case (one epoch of it) graded against its rubric.
 
-    ``judgments`` are the reference judge's verdicts in rubric order; ``local_judgments`` those of
-    the second judge of a dual-judge run (empty otherwise). ``slices`` are the case's breakdown
+    ``roles`` maps each judge role to its verdicts (:class:`RoleVerdicts`), the headline role
+    (:data:`HEADLINE_ROLE`) first; a dual-judge run is the case of two roles. ``judge``,
+    ``judgments`` and ``judge_usage`` are the headline role's. ``slices`` are the case's breakdown
     labels (difficulty, subject, task, audience), so a record needs nothing else to be scored.
     """
 
     case_id: str
-    judge: str
     judge_mode: str
-    judgments: tuple[CriterionJudgment, ...]
+    roles: Mapping[str, RoleVerdicts]
     answer_empty: bool = False
     slices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     epoch: int = 1
-    local_judge: str = ""
-    local_judgments: tuple[CriterionJudgment, ...] = ()
     answer_truncated: bool = False  # the generation limit cut the answer
     thinking_removed: bool = False  # a reasoning model's thinking was taken out before judging
     judge_prompt: Mapping[str, str] = field(default_factory=dict)  # judge_prompt, _sha256, _source
-    # Tokens the judge API reported for this case's calls (``scorers.usage.TokenUsage`` fields;
-    # empty when not recorded; responses served from a cache cost none).
-    judge_usage: Mapping[str, int] = field(default_factory=dict)
-    local_judge_usage: Mapping[str, int] = field(default_factory=dict)
     suspect: tuple[str, ...] = ()  # why the answer looks like it tries to steer the judge (answer_guard)
+
+    def __post_init__(self) -> None:
+        if HEADLINE_ROLE not in self.roles:
+            raise ValueError(f"case {self.case_id!r}: no verdicts of the headline role {HEADLINE_ROLE!r}")
+
+    @classmethod
+    def of_judge(cls, case_id: str, judge: str, judge_mode: str, judgments: Sequence[CriterionJudgment],
+                 usage: Mapping[str, int] | None = None, **fields: Any) -> "GradedCase":
+        """A record graded by one judge (the headline role)."""
+        return cls(case_id, judge_mode, {HEADLINE_ROLE: RoleVerdicts(judge, tuple(judgments), dict(usage or {}))}, **fields)
+
+    # -- the headline role --------------------------------------------------------------------
+
+    @property
+    def headline(self) -> RoleVerdicts:
+        return self.roles[HEADLINE_ROLE]
+
+    @property
+    def judge(self) -> str:
+        return self.headline.judge
+
+    @property
+    def judgments(self) -> tuple[CriterionJudgment, ...]:
+        return self.headline.judgments
+
+    @property
+    def judge_usage(self) -> Mapping[str, int]:
+        return self.headline.usage
 
     # -- counts and metric inputs -------------------------------------------------------------
 
@@ -67,46 +118,61 @@ class GradedCase:
     def failures(self) -> int:
         return count_failures(self.judgments)
 
+    @property
+    def all_judgments(self) -> list[CriterionJudgment]:
+        """Every role's verdicts together (failures and the failure policy count them all)."""
+        return [j for verdicts in self.roles.values() for j in verdicts.judgments]
+
     def failure_reasons(self) -> dict[str, int]:
-        """How many failed judgments of each reason, both judges together (``judge_failures``)."""
-        return dict(reason_counts(failures_of([*self.judgments, *self.local_judgments])))
+        """How many failed judgments of each reason, every role together (``judge_failures``)."""
+        return dict(reason_counts(failures_of(self.all_judgments)))
+
+    @property
+    def other_roles(self) -> dict[str, RoleVerdicts]:
+        """The roles other than the headline one (a dual-judge run: its second judge)."""
+        return {role: v for role, v in self.roles.items() if role != HEADLINE_ROLE}
 
     @property
     def dual(self) -> bool:
-        return bool(self.local_judgments)
+        return bool(self.other_roles)
 
     def result(self) -> CaseResult:
         return CaseResult(self.met, self.judged, self.failures, self.slices, self.case_id)
 
-    def local_result(self) -> CaseResult | None:
-        if not self.dual:
-            return None
-        return CaseResult(count_met(self.local_judgments), len(self.local_judgments), count_failures(self.local_judgments), self.slices, self.case_id)
+    def role_result(self, role: str) -> CaseResult | None:
+        """``role``'s result on this case (``None``: the role did not grade it)."""
+        verdicts = self.roles.get(role)
+        return None if verdicts is None else verdicts.result(self.slices, self.case_id)
 
-    def paired(self) -> PairedCase | None:
-        """The two judges' results and the confusion of their verdicts (dual-judge runs only)."""
-        other = self.local_result()
-        if other is None:
+    def paired(self, role: str = SECOND_ROLE) -> PairedCase | None:
+        """The headline judge's and ``role``'s results and the confusion of their verdicts."""
+        other = self.role_result(role)
+        if other is None or role == HEADLINE_ROLE:
             return None
-        confusion = pair_verdicts([j.met for j in self.judgments], [j.met for j in self.local_judgments])
+        confusion = pair_verdicts([j.met for j in self.judgments], [j.met for j in self.roles[role].judgments])
         return PairedCase(self.result(), other, confusion)
 
     def terms(self, thresholds: Sequence[int] = DEFAULT_THRESHOLDS, n_criteria: int = DEFAULT_N_CRITERIA) -> dict[str, float]:
         """This case's term of each headline metric (the metric is their mean over cases)."""
         return case_terms(self.met, self.judged, thresholds, n_criteria)
 
-    def with_local(self, other: "GradedCase") -> "GradedCase":
-        """This record with ``other``'s verdicts as the second judge's (same case, same answer)."""
+    def with_role(self, role: str, other: "GradedCase") -> "GradedCase":
+        """This record with ``other``'s headline verdicts as ``role``'s (same case, same answer)."""
         if other.case_id != self.case_id:
             raise ValueError(f"cannot pair case {self.case_id!r} with case {other.case_id!r}")
-        return replace(self, local_judge=other.judge, local_judgments=other.judgments, local_judge_usage=other.judge_usage)
+        return replace(self, roles={**self.roles, role: other.headline})
+
+    def with_usage(self, usage: Mapping[str, int], role: str = HEADLINE_ROLE) -> "GradedCase":
+        """This record with ``role``'s token usage set."""
+        return replace(self, roles={**self.roles, role: replace(self.roles[role], usage=dict(usage))})
 
     # -- serialisation ------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly and flat: counts first (for people reading a log), then the verdicts.
-        Every stored record passes here, so the judges' texts (explanations, failure reasons: a
-        gateway may echo a key in a 200 reply) are redacted here, once (``scorers.redact``)."""
+        """JSON-friendly and flat: counts first (for people reading a log), then the headline
+        role's verdicts, then each other role's under ``roles``. Every stored record passes here,
+        so the judges' texts (explanations, failure reasons: a gateway may echo a key in a 200
+        reply) are redacted here, once (``scorers.redact``)."""
         secrets = held_secrets()
         out: dict[str, Any] = {
             "record_version": RECORD_VERSION,
@@ -127,21 +193,16 @@ class GradedCase:
         }
         if self.judge_usage:
             out["judge_usage"] = dict(self.judge_usage)
-        if self.dual:
-            out.update(
-                local_judge=self.local_judge,
-                local_met=count_met(self.local_judgments),
-                local_failures=count_failures(self.local_judgments),
-                local_judgments=[_redacted(j, secrets) for j in self.local_judgments],
-            )
-            if self.local_judge_usage:
-                out["local_judge_usage"] = dict(self.local_judge_usage)
+        if self.other_roles:
+            out["roles"] = {role: verdicts.to_dict(secrets) for role, verdicts in self.other_roles.items()}
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "") -> "GradedCase":
-        """Inverse of :meth:`to_dict`. Counts are recomputed from the verdicts, never trusted
-        from the dict. A record that is not one raises ``ValueError`` naming ``where`` and the field."""
+        """Inverse of :meth:`to_dict`, also reading records of version 1 before judge roles (a
+        dual-judge run's second judge in ``local_*`` fields). Counts are recomputed from the
+        verdicts, never trusted from the dict. A record that is not one raises ``ValueError``
+        naming ``where`` and the field."""
         prefix = f"{where}: " if where else ""
         if not isinstance(data, Mapping):
             raise ValueError(f"{prefix}not a graded-case record (expected a JSON object, got {type(data).__name__})")
@@ -149,26 +210,26 @@ class GradedCase:
             if name not in data:
                 raise ValueError(f"{prefix}not a graded-case record: field {name!r} is missing")
         try:
-            judgments = tuple(CriterionJudgment.from_dict(j) for j in data["judgments"])
-            local = tuple(CriterionJudgment.from_dict(j) for j in data.get("local_judgments") or ())
-        except (KeyError, TypeError, ValueError) as exc:
+            roles = {HEADLINE_ROLE: RoleVerdicts.from_dict({"judge": data.get("judge"), "judgments": data["judgments"],
+                                                            "usage": data.get("judge_usage")})}
+            for role, verdicts in (data.get("roles") or {}).items():
+                roles[str(role)] = RoleVerdicts.from_dict(verdicts)
+            if data.get("local_judgments"):  # written before judge roles
+                roles[SECOND_ROLE] = RoleVerdicts.from_dict({"judge": data.get("local_judge"), "judgments": data["local_judgments"],
+                                                             "usage": data.get("local_judge_usage")})
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{prefix}case {data.get('case_id')!r}: field 'judgments': {type(exc).__name__}: {exc}") from None
         slices = {str(dim): tuple(str(x) for x in labels) for dim, labels in (data.get("slices") or {}).items()}
         return cls(
             case_id=str(data["case_id"]),
-            judge=str(data.get("judge") or ""),
             judge_mode=str(data.get("judge_mode") or ""),
-            judgments=judgments,
+            roles=roles,
             answer_empty=bool(data.get("empty_answer", False)),
             slices=slices,
             epoch=int(data.get("epoch") or 1),
-            local_judge=str(data.get("local_judge") or ""),
-            local_judgments=local,
             answer_truncated=bool(data.get("truncated", False)),
             thinking_removed=bool(data.get("thinking_removed", False)),
             judge_prompt={k: str(data[k]) for k in PROMPT_FIELDS if k in data},
-            judge_usage={str(k): int(v) for k, v in (data.get("judge_usage") or {}).items()},
-            local_judge_usage={str(k): int(v) for k, v in (data.get("local_judge_usage") or {}).items()},
             suspect=tuple(str(x) for x in data.get("suspect_answer") or ()),
         )
 
@@ -182,10 +243,8 @@ def _redacted(judgment: CriterionJudgment, secrets: set[str]) -> dict[str, Any]:
 
 
 def failure_tally(records: Sequence[GradedCase]) -> FailureTally:
-    """Judgments made and failed in ``records``, both judges' in dual-judge runs (the failure policy's input)."""
-    return FailureTally.of_cases(
-        (r.judged + len(r.local_judgments), r.failures + count_failures(r.local_judgments), r.failure_reasons()) for r in records
-    )
+    """Judgments made and failed in ``records``, every judge role's (the failure policy's input)."""
+    return FailureTally.of_cases((len(r.all_judgments), count_failures(r.all_judgments), r.failure_reasons()) for r in records)
 
 
 async def grade_case(
@@ -208,5 +267,5 @@ async def grade_case(
     per-criterion judge template (``None``: the project's prompt) and ``judge_prompt`` what the
     record says about it (name, sha256, source)."""
     judgments = await grade_answer(question, answer, rubrics, complete, mode, max_attempts, template, breaker)
-    return GradedCase(case_id, judge, mode, tuple(judgments), not (answer or "").strip(), dict(slices or {}), epoch,
-                      judge_prompt=dict(judge_prompt or {}), suspect=tuple(suspect_reasons(answer, prompt_fixed_text(mode, template))))
+    return GradedCase.of_judge(case_id, judge, mode, judgments, answer_empty=not (answer or "").strip(), slices=dict(slices or {}), epoch=epoch,
+                               judge_prompt=dict(judge_prompt or {}), suspect=tuple(suspect_reasons(answer, prompt_fixed_text(mode, template))))

@@ -76,8 +76,8 @@ def test_inspect_grader_and_local_grader(fake_server, tmp_path):
     assert metrics["local/cacs@10(subject=心血管内科)"] == local_subject["cacs@10"]
     # Both judges' verdicts are logged per criterion.
     sample = log.samples[0].scores["rubric_scorer"]
-    assert len(sample.metadata["judgments"]) == len(sample.metadata["local_judgments"]) == 30
-    assert sample.metadata["local_judge"].endswith("judge-alt")
+    assert len(sample.metadata["judgments"]) == len(sample.metadata["roles"]["local_grader"]["judgments"]) == 30
+    assert sample.metadata["roles"]["local_grader"]["judge"].endswith("judge-alt")
     assert fake_server.stats()["calls"]["judge-alt"] == 361  # 360 verdicts and the test request
 
 
@@ -104,7 +104,8 @@ def test_lmeval_dual_task_matches_inspect(fake_server, tmp_path, monkeypatch):
         assert lm[key] == inspect_metrics[key], key
     # Both judges' verdicts are in the sample log.
     record = results["samples"]["clinconsensus_dual"][0]["filtered_resps"][0]
-    assert '"local_judgments"' in record and '"local_judge": "judge-alt"' in record
+    second = json.loads(record)["roles"]["local_grader"]
+    assert len(second["judgments"]) == 30 and second["judge"] == "judge-alt"
 
 
 def test_lmeval_dual_task_needs_the_second_judge(fake_server, monkeypatch):
@@ -147,6 +148,6 @@ def test_local_judge_in_process_through_inspects_hf_provider(fake_server, tmp_pa
     assert log.status == "success", log.error
     metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
     assert metrics["judge_failures"] == 0 and metrics["local/judge_failures"] == 3
-    local_judgments = log.samples[0].scores["rubric_scorer"].metadata["local_judgments"]
+    local_judgments = log.samples[0].scores["rubric_scorer"].metadata["roles"]["local_grader"]["judgments"]
     assert [j["attempts"] for j in local_judgments] == [3, 3, 3], [j["error"] for j in local_judgments]
     assert all(j["error"].startswith("unparseable verdict") for j in local_judgments)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from clinconsensus_tasks.clinconsensus.lmeval_task import metric_list, process_results, slice_mean, total
-from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
+from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
 
 CONFIGS = Path(__file__).resolve().parents[2] / "task_configs" / "clinconsensus"
@@ -37,7 +37,7 @@ def verdicts(n_met: int, n: int = 30, failed: int = 0) -> list[CriterionJudgment
 
 def test_per_document_values(monkeypatch):
     monkeypatch.delenv("CLINCONSENSUS_N_CRITERIA", raising=False)
-    record = GradedCase("C1", "j", "per_criterion", tuple(verdicts(10, failed=2)), slices={"audience": ("lay",)})
+    record = GradedCase.of_judge("C1", "j", "per_criterion", verdicts(10, failed=2), slices={"audience": ("lay",)})
     doc = {"case_id": "C1", "audience": "lay", "extra_thresholds": [5]}
     values = process_results(doc, [json.dumps(record.to_dict())])
     assert values["rubric_accuracy"] == 10 / 30 and values["pass@10"] == 1.0 and values["cacs@7"] == 4 / 24
@@ -51,8 +51,8 @@ def test_per_document_values(monkeypatch):
 
 def test_dual_per_document_values(monkeypatch):
     monkeypatch.delenv("CLINCONSENSUS_N_CRITERIA", raising=False)
-    reference = GradedCase("C1", "j", "per_criterion", tuple(verdicts(12)))
-    record = reference.with_local(GradedCase("C1", "k", "per_criterion", tuple(verdicts(10))))
+    reference = GradedCase.of_judge("C1", "j", "per_criterion", verdicts(12))
+    record = reference.with_role(SECOND_ROLE, GradedCase.of_judge("C1", "k", "per_criterion", verdicts(10)))
     values = process_results({"case_id": "C1", "audience": "professional"}, [json.dumps(record.to_dict())])
     assert values["local/rubric_accuracy"] == 10 / 30 and values["local/judge_failures"] == 0
     assert values["agreement/percent"] == {"met": 12, "local_met": 10, "judged": 30, "failures": 0,

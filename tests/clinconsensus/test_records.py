@@ -8,7 +8,7 @@ import math
 import pytest
 
 from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, case_terms, headline_means, headline_stderrs, mean, stderr_of_mean
-from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
+from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, SECOND_ROLE, GradedCase, RoleVerdicts
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
 
 SLICES = {"difficulty": ("low",), "subject": ("心血管内科", "急诊医学"), "task": ("诊断",), "audience": ("lay",)}
@@ -25,33 +25,55 @@ def judgments(pattern: str) -> tuple[CriterionJudgment, ...]:
 
 
 def test_counts_come_from_the_verdicts():
-    record = GradedCase("C1", "judge-a", "per_criterion", judgments("1101x0"), slices=SLICES)
+    record = GradedCase.of_judge("C1", "judge-a", "per_criterion", judgments("1101x0"), slices=SLICES)
     assert (record.met, record.judged, record.failures) == (3, 6, 1)
     assert record.result() == CaseResult(3, 6, 1, SLICES, case="C1")
-    assert record.local_result() is None and record.paired() is None
+    assert record.role_result(SECOND_ROLE) is None and record.paired() is None
 
 
 def test_round_trip_single_and_dual():
-    single = GradedCase("C1", "judge-a", "batched", judgments("10x"), answer_empty=False, slices=SLICES, epoch=2)
+    single = GradedCase.of_judge("C1", "judge-a", "batched", judgments("10x"), answer_empty=False, slices=SLICES, epoch=2)
     assert GradedCase.from_dict(json.loads(json.dumps(single.to_dict(), ensure_ascii=False))) == single
-    dual = single.with_local(GradedCase("C1", "judge-b", "batched", judgments("110")))
+    dual = single.with_role(SECOND_ROLE, GradedCase.of_judge("C1", "judge-b", "batched", judgments("110")))
     data = dual.to_dict()
-    assert (data["local_judge"], data["local_met"], data["local_failures"]) == ("judge-b", 2, 0)
+    second = data["roles"][SECOND_ROLE]
+    assert (second["judge"], second["met"], second["failures"], len(second["judgments"])) == ("judge-b", 2, 0, 3)
     assert GradedCase.from_dict(json.loads(json.dumps(data))) == dual
     paired = dual.paired()
     # criterion 1: both met (tp); 2: reference not, other met (fp); 3: reference failed, left out.
     assert (paired.confusion.tp, paired.confusion.tn, paired.confusion.fp, paired.confusion.fn) == (1, 0, 1, 0)
 
 
+def test_a_dual_record_written_before_judge_roles_reads_as_two_roles():
+    """A record of version 1 (an Inspect log or lm-eval sample of an older run) kept its second
+    judge in ``local_*`` fields: it reads back as the headline and the second role."""
+    old = {"record_version": 1, "case_id": "C1", "epoch": 1, "judge": "judge-a", "judge_mode": "per_criterion",
+           "met": 1, "judged": 2, "failures": 0, "judgments": [j.to_dict() for j in judgments("10")],
+           "judge_usage": {"calls": 2, "prompt_tokens": 40},
+           "local_judge": "judge-b", "local_met": 2, "local_failures": 0,
+           "local_judgments": [j.to_dict() for j in judgments("11")], "local_judge_usage": {"calls": 2, "prompt_tokens": 50}}
+    record = GradedCase.from_dict(json.loads(json.dumps(old)))
+    assert record.roles == {HEADLINE_ROLE: RoleVerdicts("judge-a", judgments("10"), {"calls": 2, "prompt_tokens": 40}),
+                            SECOND_ROLE: RoleVerdicts("judge-b", judgments("11"), {"calls": 2, "prompt_tokens": 50})}
+    assert (record.met, record.role_result(SECOND_ROLE).met, record.dual) == (1, 2, True)
+    # Written again, it takes the current shape and reads back equal.
+    assert "local_judgments" not in record.to_dict() and GradedCase.from_dict(record.to_dict()) == record
+
+
+def test_a_record_needs_the_headline_role():
+    with pytest.raises(ValueError, match="no verdicts of the headline role 'grader'"):
+        GradedCase("C1", "per_criterion", {SECOND_ROLE: RoleVerdicts("judge-b", judgments("1"))})
+
+
 def test_stored_counts_are_never_trusted():
-    data = GradedCase("C1", "judge-a", "per_criterion", judgments("000")).to_dict()
+    data = GradedCase.of_judge("C1", "judge-a", "per_criterion", judgments("000")).to_dict()
     data["met"] = 3  # a hand-edited (or forged) count
     assert GradedCase.from_dict(data).met == 0
 
 
 def test_pairing_other_cases_is_refused():
     with pytest.raises(ValueError, match="cannot pair case 'C1' with case 'C2'"):
-        GradedCase("C1", "a", "per_criterion", judgments("1")).with_local(GradedCase("C2", "b", "per_criterion", judgments("1")))
+        GradedCase.of_judge("C1", "a", "per_criterion", judgments("1")).with_role(SECOND_ROLE, GradedCase.of_judge("C2", "b", "per_criterion", judgments("1")))
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJu
 def _case(case_id: str, met: int, empty: bool = False) -> LoggedCase:
     """A graded case of 30 criteria, ``met`` of them met (an empty answer: none, never judged)."""
     judgments = tuple(CriterionJudgment(str(i), (i < met) and not empty, "", attempts=0 if empty else 1) for i in range(30))
-    return LoggedCase(GradedCase(case_id, "judge-model", "per_criterion", judgments, answer_empty=empty), where=case_id)
+    return LoggedCase(GradedCase.of_judge(case_id, "judge-model", "per_criterion", judgments, answer_empty=empty), where=case_id)
 
 
 def test_a_model_that_left_answers_empty_is_flagged_in_the_leaderboard():
