@@ -79,6 +79,7 @@ def _summarize(args: argparse.Namespace) -> int:
 
     from clinconsensus_tasks.report.costs import judge_usage, usage_rows
     from clinconsensus_tasks.scorers.usage import parse_prices
+    from clinconsensus_tasks.scorers.clinconsensus.jury import jury_summary
     from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE
 
     if args.strict:
@@ -99,6 +100,9 @@ def _summarize(args: argparse.Namespace) -> int:
             report[path]["local_judge"] = summarize(local_rows, args.thresholds, args.n_criteria)
             report[path]["local_judge_breakdowns"] = breakdowns(local_rows, args.thresholds, args.n_criteria)
             report[path]["agreement"] = {k: v for k, v in compare_logs(path, None, args.thresholds).items() if not k.startswith("other/")}
+        panel = jury_summary([r.graded for r in records], args.thresholds, args.n_criteria)
+        if panel:
+            report[path]["jury"] = panel
     if args.csv:
         from clinconsensus_tasks.report.csv_export import write_csv
 
@@ -120,12 +124,24 @@ def _summarize(args: argparse.Namespace) -> int:
         if "agreement" in result:
             print("-- two judges: local judge " + "  ".join(f"{n} {num(result['local_judge'][n])}" for n in names))
             print("\n".join(format_table(["agreement", "value"], [[k, f"{v:.4f}"] for k, v in result["agreement"].items()])))
+        if "jury" in result:
+            print("\n".join(_jury_lines(result["jury"], names, num)))
         for row in result["judge_usage"]:
             cost = "" if row["cost"] is None else f", cost {row['cost']:.4f}"
             print(f"-- judge {row['judge']}: {row['calls']} calls, {row['prompt_tokens']} prompt tokens "
                   f"({row['cached_prompt_tokens']} cached), {row['completion_tokens']} completion tokens{cost}")
         print("(values in %)" if args.percent else "(fractions, as the frameworks report them; --percent for %)")
     return 0
+
+
+def _jury_lines(jury: dict, names: Sequence[str], num) -> list[str]:
+    interval = lambda k: f"{k['estimate']:.3f} [{k['low']:.3f}, {k['high']:.3f}]"  # noqa: E731
+    lines = [f"-- jury of {len(jury['jurors'])} (strict majority, at least {jury['min_votes']} usable votes): the headline is "
+             f"the panel's verdicts, not the single-judge official protocol; fleiss_kappa {interval(jury['fleiss_kappa'])}"]
+    rows = [[f"{j['role']} {j['judge']}", *(num(j[n]) for n in names), str(int(j["judge_failures"]))] for j in jury["jurors"]]
+    lines += format_table(["juror", *names, "failures"], rows)
+    lines += [f"   kappa {pair} {interval(k)}" for pair, k in jury["pairwise_kappa"].items()]
+    return lines
 
 
 def _release_gate(args: argparse.Namespace) -> int:
@@ -367,8 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-failure-threshold", metavar="SHARE",
                    help="with --strict: accept this share of failed judgments (default 0.01; another value is printed as an exception)")
     p.add_argument("--allow-prompt", action="append", default=[], metavar="NAME",
-                   help="with --strict: accept this judge prompt or judge mode besides the official prompt per criterion "
-                        "(repeatable; printed as an exception; default: the official one only)")
+                   help="with --strict: accept this judge prompt or judge mode besides the official prompt per criterion, or "
+                        "'jury' for a jury's majority (repeatable; printed as an exception; default: the official one only)")
     p.add_argument("--data-sha256", metavar="SHA",
                    help="with --strict: the run read a copy of the public file with this sha256 instead of the hub at the "
                         "pinned revision (printed on the verdict line; default: the hub data at the pinned revision)")

@@ -59,6 +59,7 @@ from clinconsensus_tasks.scorers.clinconsensus import metric_table
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize, without_failed_means
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
+from clinconsensus_tasks.scorers.clinconsensus.jury import jury_metrics, panel_record
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES, VERDICT_SCHEMA_DESCRIPTION, VERDICT_SCHEMA_NAME, verdict_schema
@@ -138,6 +139,7 @@ def clinconsensus_metrics(  # inspect-evals-lint: ignore[IETS008] -- reads every
         out.update(metric_table.totals(records, leave_out=metric_table.TOKEN_COUNTS))
         if with_breakdowns:
             out.update(flatten_breakdowns(breakdowns(results, thresholds, n_criteria)))
+        out.update(jury_metrics(records, lambda role: _role_summary(records, role, thresholds, n_criteria)))
         paired = [p for p in (r.paired() for r in records) if p is not None]
         if paired:
             out.update(comparison_metrics(paired, thresholds, n_criteria, prefix="local", by_label=with_breakdowns))
@@ -149,8 +151,21 @@ def clinconsensus_metrics(  # inspect-evals-lint: ignore[IETS008] -- reads every
     return compute
 
 
+def _role_summary(records: list[GradedCase], role: str, thresholds: Sequence[int], n_criteria: int) -> dict[str, float]:
+    out = summarize([r.role_result(role) for r in records], thresholds, n_criteria)
+    out.pop("cases")
+    return out
+
+
 _KINDS = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
 _SYSTEM_MESSAGES: dict[str, ChatMessage] = {}
+
+
+def judge_roles_per_case() -> int:
+    """Judge roles each case's record holds: one judge; a jury's panel and each juror; plus a second judge."""
+    graders = model_roles().get(GRADER_ROLE)
+    jurors = len(graders) if isinstance(graders, list) and len(graders) > 1 else 0
+    return 1 + jurors + (model_roles().get(LOCAL_GRADER_ROLE) is not None)
 
 
 def to_chat(messages: list[dict[str, str]]) -> list[ChatMessage]:
@@ -172,21 +187,34 @@ def local_grader() -> Model | None:
     return get_model(role=LOCAL_GRADER_ROLE, required=True) if model_roles().get(LOCAL_GRADER_ROLE) is not None else None  # inspect-evals-lint: ignore[IEBP001] -- called only from the solver and the scorer, per sample
 
 
-def resolve_grader(role: str = GRADER_ROLE, allow_self_grading: bool = False) -> Model:
-    """The model bound to ``role``; an error telling how to bind one if there is none.
-
-    Inspect would otherwise fall back to the model under test, which then grades itself.
-    """
-    if model_roles().get(role) is not None:
-        return get_model(role=role, required=True)  # inspect-evals-lint: ignore[IEBP001] -- called only from the solver and the scorer, per sample
+def resolve_graders(role: str = GRADER_ROLE, allow_self_grading: bool = False) -> list[Model]:
+    """The model(s) bound to ``role``: one judge, or a jury when the role is bound to a list
+    (``--model-role grader=a,b,c``; ``scorers.clinconsensus.jury``). An error telling how to bind
+    one if there is none: Inspect would otherwise fall back to the model under test, which then
+    grades itself."""
+    bound = model_roles().get(role)
+    if isinstance(bound, list) and bound:
+        return list(bound)
+    if bound is not None:
+        return [get_model(role=role, required=True)]  # inspect-evals-lint: ignore[IEBP001] -- called only from the solver and the scorer, per sample
     if allow_self_grading:
-        return get_model()  # inspect-evals-lint: ignore[IEBP001] -- called only from the solver and the scorer, per sample
+        return [get_model()]  # inspect-evals-lint: ignore[IEBP001] -- called only from the solver and the scorer, per sample
     raise ConfigurationError(
         f"No judge bound: ClinConsensus grades answers with the '{role}' model role. Bind one, e.g. "
         f"`inspect eval clinconsensus_tasks/clinconsensus --model M --model-role {role}=openai/gpt-4.1`, "
-        f"or `eval(..., model_roles={{'{role}': 'vllm/skylenage/ClinConsensus-Judge-8B'}})`. To grade "
-        "with the model under test itself, pass -T allow_self_grading=true."
+        f"or `eval(..., model_roles={{'{role}': 'vllm/skylenage/ClinConsensus-Judge-8B'}})`; a list "
+        f"(`--model-role {role}=a,b,c`) is a jury. To grade with the model under test itself, pass "
+        "-T allow_self_grading=true."
     )
+
+
+def bound_judges() -> list[Model]:
+    """Every judge model bound for this run: the grader role's (one, or a jury's), then the second judge."""
+    out: list[Model] = []
+    for role in (GRADER_ROLE, LOCAL_GRADER_ROLE):
+        bound = model_roles().get(role)
+        out += list(bound) if isinstance(bound, list) else [bound] if bound is not None else []
+    return out
 
 
 @solver
@@ -208,7 +236,7 @@ def generate_with_judge_check(role: str = GRADER_ROLE, allow_self_grading: bool 
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         nonlocal probe
-        judges = [resolve_grader(role, allow_self_grading)]
+        judges = resolve_graders(role, allow_self_grading)
         local = local_grader()
         if local is not None:
             judges.append(local)
@@ -273,7 +301,7 @@ def rubric_scorer(
 
     A failed judgment never errors the sample: it is recorded in the score (kind and reason), so
     the answer stays in the log and ``inspect score LOG`` can re-judge it. Once the judge fails
-    too many calls in a row, the shared breaker fails the remaining judgments at once, with no
+    too many calls in a row, its breaker fails its remaining judgments at once, with no
     request sent. Whether the failures are too many is decided once, at the end of the run, by
     the task's :class:`JudgeFailurePolicy`. ``judge_failure_threshold`` and ``planned_judgments``
     are accepted and unused, so ``inspect score`` can re-score logs written before that policy.
@@ -285,12 +313,15 @@ def rubric_scorer(
     if judge_structured_output:  # response_format with the verdict's schema; the verdict rule still applies
         decoding["response_schema"] = ResponseSchema(name=VERDICT_SCHEMA_NAME, json_schema=JSONSchema.model_validate(verdict_schema(judge_mode)),
                                                      description=VERDICT_SCHEMA_DESCRIPTION, strict=True)
-    breaker = CircuitBreaker(resume_hint=RESUME_HINT)
+    breakers: dict[str, CircuitBreaker] = {}  # per judge model, as lm-eval's client has: a dead juror fails its own calls only
 
     slots: dict[str, asyncio.Semaphore] = {}  # per judge: calls wait here, before the breaker, not inside Inspect
 
+    def breaker_of(model: Model) -> CircuitBreaker:
+        return breakers.setdefault(str(model), CircuitBreaker(resume_hint=RESUME_HINT))
+
     def completer(model: Model, spent: list[TokenUsage], server: ServerInfo):
-        single_client_attempt(model, breaker)  # the breaker sees every HTTP attempt, after the cache
+        single_client_attempt(model, breaker_of(model))  # the breaker sees every HTTP attempt, after the cache
         extra_body = judge_extra_body(model, server) or None  # thinking off where the server takes it
         slot = slots.setdefault(str(model), asyncio.Semaphore(judge_connections(model)))
 
@@ -307,7 +338,7 @@ def rubric_scorer(
         return complete
 
     async def score(state: TaskState, target: Target) -> Score:
-        grader = resolve_grader(judge_role, allow_self_grading)
+        graders = resolve_graders(judge_role, allow_self_grading)
         local = local_grader()
         rubrics = [(r["criterion_id"], r["criterion"]) for r in state.metadata["rubrics"]]
         slices = slices_of(state.metadata)
@@ -323,12 +354,13 @@ def rubric_scorer(
             limit = judge_input_limit(str(model), server, decoding["max_tokens"])
             sent = limit.fit_answer(answer, state.input_text, rubrics, judge_mode, template)
             graded = await grade_case(str(state.sample_id), state.input_text, sent, rubrics, limited(completer(model, spent, server), limit), str(model),
-                                      judge_mode, max_attempts, slices, state.epoch, template, prompt_info, breaker)
+                                      judge_mode, max_attempts, slices, state.epoch, template, prompt_info, breaker_of(model))
             return graded.with_usage(total(spent).to_dict())
 
-        record, *second = await asyncio.gather(*([grade(grader)] + ([grade(local)] if local is not None else [])))
-        if second:
-            record = record.with_role(SECOND_ROLE, second[0])
+        graded = await asyncio.gather(*([grade(g) for g in graders] + ([grade(local)] if local is not None else [])))
+        record = panel_record(graded[:len(graders)]) if len(graders) > 1 else graded[0]  # a jury: the majority of its jurors
+        if local is not None:
+            record = record.with_role(SECOND_ROLE, graded[-1])
         record = replace(record, answer_truncated=truncated, thinking_removed=seen.thinking_removed or (reasoned and not judge_sees_thinking))
         note = f"{record.met}/{record.judged} criteria met" + (f", {record.failures} failed judgment(s)" if record.failures else "")
         if record.answer_empty:
@@ -342,7 +374,7 @@ def rubric_scorer(
             value={"met": record.met, "judged": record.judged, "failures": record.failures, "empty": int(record.answer_empty)},
             answer=answer,
             explanation=note,
-            metadata={**record.to_dict(), **judges_provenance(grader, local, judge_mode, prompt_info)},
+            metadata={**record.to_dict(), **judges_provenance(graders, local, judge_mode, prompt_info)},
         )
 
     return score
@@ -413,8 +445,7 @@ def clinconsensus(
         judge_mode = settings.judge_mode(judge_mode)
         threshold = failure_threshold(judge_failure_threshold)
         loaded = load_cases(data, n_criteria, revision)
-        bound = [get_model(role=r, required=True) for r in (GRADER_ROLE, LOCAL_GRADER_ROLE) if model_roles().get(r) is not None]  # inspect-evals-lint: ignore[IEBP001] -- the bound judges, checked once as the task is built, so a wrong judge stops the run before any answer
-        checked = [str(j) for j in check_judges_now(bound)] if judge_check else []
+        checked = [str(j) for j in check_judges_now(bound_judges())] if judge_check else []  # a wrong judge stops the run before any answer
     except ClinConsensusError as exc:
         raise shown_alone(exc) from exc
     return Task(
@@ -424,7 +455,7 @@ def clinconsensus(
                              judge_max_tokens, judge_prompt, judge_sees_thinking,
                              judge_structured_output=judge_structured_output),
         metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
-        early_stopping=JudgeFailurePolicy(threshold, judges=lambda: 1 + (local_grader() is not None)),
+        early_stopping=JudgeFailurePolicy(threshold, judges=judge_roles_per_case),
         config=generation.CLINCONSENSUS.inspect_config(max_tokens=answer_max_tokens),
         metadata={**data_provenance(loaded), "judge_mode": judge_mode, "generation": generation.CLINCONSENSUS.record(), **prompt_record(load_judge_prompt(judge_prompt, judge_mode), judge_mode)},
         version=TASK_VERSION,

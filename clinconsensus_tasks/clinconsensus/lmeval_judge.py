@@ -52,13 +52,18 @@ def metadata_settings(metadata: Mapping[str, Any]) -> dict[str, str]:
     if secret:
         raise ConfigurationError(f"--metadata {', '.join(secret)}: an API key given there is written into lm-eval's "
                                  "results file; set CLINCONSENSUS_JUDGE_API_KEY (or _LOCAL_) in the environment instead")
-    given = {env: str(metadata[key]) for key, env in METADATA_KEYS.items() if metadata.get(key) not in (None, "")}
+    given = {env: _text(metadata[key]) for key, env in METADATA_KEYS.items() if metadata.get(key) not in (None, "", [])}
     for key in ("judge_base_url", "local_judge_base_url"):
         parts = urlsplit(str(metadata.get(key) or ""))
         if parts.username or parts.password or parts.query:
             raise ConfigurationError(f"--metadata {key}: user-info or a query in the URL would be written into lm-eval's "
                                      "results file; give the endpoint without credentials and the key in the environment")
     return given
+
+
+def _text(value: Any) -> str:
+    """A setting as its environment variable holds it: a list (a jury's models or URLs) comma-separated."""
+    return ",".join(str(v).strip() for v in value) if isinstance(value, (list, tuple)) else str(value)
 
 
 def judge_env(given: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -84,8 +89,8 @@ def judge_mode(env: Mapping[str, str]) -> str:
 
 def judge_identity(env: Mapping[str, str], dual: bool) -> dict[str, Any]:
     """The judge(s) of the run as the results file records them (never a key, host only)."""
-    from clinconsensus_tasks.clinconsensus.provenance import judge_provenance
-    from clinconsensus_tasks.judge.client import JudgeSettings
+    from clinconsensus_tasks.clinconsensus.provenance import judge_provenance, jurors_provenance
+    from clinconsensus_tasks.judge.client import JudgeSettings, panel_from_env
     from clinconsensus_tasks.judge.official_template import (
         load_judge_prompt,
         prompt_record,
@@ -93,8 +98,7 @@ def judge_identity(env: Mapping[str, str], dual: bool) -> dict[str, Any]:
 
     mode = judge_mode(env)
     prompt = prompt_record(load_judge_prompt(None, mode), mode)
-    reference = JudgeSettings.from_env(env=env)
-    out: dict[str, Any] = judge_provenance(reference.model, reference.base_url, mode, prompt)
+    out: dict[str, Any] = jurors_provenance([(j.model, j.base_url) for j in panel_from_env(env=env)], mode, prompt)
     if dual:
         local = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX, env=env)
         out["local"] = judge_provenance(local.model, local.base_url, mode, prompt)
@@ -108,10 +112,10 @@ def check_judges(env: Mapping[str, str], dual: bool) -> None:
     import sys
 
     from clinconsensus_tasks.judge.cache import check_cache_file
-    from clinconsensus_tasks.judge.client import JudgeSettings, probe_judge
+    from clinconsensus_tasks.judge.client import JudgeSettings, panel_from_env, probe_judge
     from clinconsensus_tasks.judge.official_template import load_judge_prompt
 
-    judges = [JudgeSettings.from_env(env=env)] + ([JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX, env=env)] if dual else [])
+    judges = panel_from_env(env=env) + ([JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX, env=env)] if dual else [])
     template = load_judge_prompt(None, judge_mode(env))
     print(f"[clinconsensus] judge prompt: {template.name + ' sha256 ' + template.sha256 if template else 'project'}", file=sys.stderr)
     if judges[0].use_cache:

@@ -31,17 +31,18 @@ from typing import Any, Callable, Sequence
 
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
-from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_policy, judge_documents
+from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_policy, judge_documents, panel_from_env
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
 from clinconsensus_tasks.clinconsensus.lmeval_judge import DOC_FIELD, LOCAL_JUDGE_PREFIX, ClinConsensusTask, doc_field, docs_env, judge_mode, metadata_settings  # noqa: F401 (the YAMLs' class)
-from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance
+from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance, jurors_provenance
 from clinconsensus_tasks.lmeval_glue import first_responses, quiet_custom_dataset_hint
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_THRESHOLDS, CaseResult, case_terms, mean, slice_metric_name
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics
+from clinconsensus_tasks.scorers.clinconsensus.jury import panel_record
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 
 quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here
@@ -104,41 +105,28 @@ def _noted(record: GradedCase, seen: VisibleAnswer) -> GradedCase:
 
 
 def judge_filter_dual(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[str]:
-    """``custom`` filter of ``clinconsensus_dual``: grade every answer with both judges at once.
-    Each document's record holds both judges' verdicts (``local_*`` for the second)."""
-    env = docs_env(docs)
-    reference_settings = JudgeSettings.from_env(env=env)
-    local_settings = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX, env=env)
-    mode = judge_mode(env)
-    template = load_judge_prompt(None, mode)
-    seen = seen_answers(resps)
-    answers = [v.text for v in seen]
-
-    async def both() -> tuple[Any, Any]:
-        return await asyncio.gather(
-            judge_documents(answers, docs, reference_settings, mode, template=template),
-            judge_documents(answers, docs, local_settings, mode, template=template),
-        )
-
-    (records, stats), (local_records, local_stats) = _run(both)
-    records = [r.with_role(SECOND_ROLE, local) for r, local in zip(records, local_records)]
-    enforce_failure_policy(records, reference_settings)  # both judges' failures, as in Inspect
-    for name, st in ((reference_settings.model, stats), (local_settings.model, local_stats)):
-        print(f"[clinconsensus] judge {name}: {st['calls']} calls, {st['cache_hits']} cache hits", file=sys.stderr)
-    prompt = prompt_record(template, mode)
-    provenance = {"provenance": judge_provenance(reference_settings.model, reference_settings.base_url, mode, prompt),
-                  "local_provenance": judge_provenance(local_settings.model, local_settings.base_url, mode, prompt)}
-    return [json.dumps({**_noted(r, v).to_dict(), **provenance}, ensure_ascii=False) for r, v in zip(records, seen)]
+    """``custom`` filter of ``clinconsensus_dual``: grade every answer with the grader role's
+    judge(s) and the second judge at once; each record holds the second judge's verdicts under
+    its role (``local_grader``)."""
+    return _judge_all(resps, docs, dual=True)
 
 
 def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[str]:
     """``custom`` filter: grade all answers of the task; one JSON record (verdicts) per document.
 
-    Each document's first response is graded (the task runs one response per document; with
-    ``repeats`` raised, the others are reported and left ungraded).
+    The grader role is one judge or a jury (``CLINCONSENSUS_JUDGE_MODEL`` / ``--metadata
+    judge_model`` a list: ``scorers.clinconsensus.jury``). Each document's first response is
+    graded (the task runs one response per document; with ``repeats`` raised, the others are
+    reported and left ungraded).
     """
+    return _judge_all(resps, docs, dual=False)
+
+
+def _judge_all(resps: Sequence[Sequence[str]], docs: Sequence[dict], dual: bool) -> list[str]:
     env = docs_env(docs)
-    judge = JudgeSettings.from_env(env=env)
+    panel = panel_from_env(env=env)
+    local = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX, env=env) if dual else None
+    judges = panel + ([local] if local is not None else [])
     mode = judge_mode(env)
     seen = seen_answers(resps)
     answers = [v.text for v in seen]
@@ -146,18 +134,26 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
     if extra:
         print(f"[clinconsensus] WARNING: {extra} extra response(s) from `repeats` > 1 are not graded; only each document's first is", file=sys.stderr)
     template = load_judge_prompt(None, mode)
-    records, stats = _run(lambda: judge_documents(answers, docs, judge, mode, template=template))
-    failures = sum(r.failures for r in records)
-    empty = sum(r.answer_empty for r in records)
-    suspect = sum(1 for r in records if r.suspect)
-    print(
-        f"[clinconsensus] judge {judge.model}: {stats['calls']} calls, {stats['cache_hits']} cache hits, "
-        f"{failures} failed judgment(s), {empty} empty answer(s) not sent to the judge, {suspect} suspect answer(s)",
-        file=sys.stderr,
-    )
-    enforce_failure_policy(records, judge)
-    provenance = judge_provenance(judge.model, judge.base_url, mode, prompt_record(template, mode))
-    return [json.dumps({**_noted(r, v).to_dict(), "provenance": provenance}, ensure_ascii=False) for r, v in zip(records, seen)]
+
+    async def every_judge() -> list[Any]:
+        return await asyncio.gather(*(judge_documents(answers, docs, judge, mode, template=template) for judge in judges))
+
+    graded = _run(every_judge)
+    per_judge = [records for records, _ in graded]
+    records = [panel_record(case) for case in zip(*per_judge[:len(panel)])] if len(panel) > 1 else per_judge[0]
+    if local is not None:
+        records = [r.with_role(SECOND_ROLE, second) for r, second in zip(records, per_judge[-1])]
+    for judge, (_, stats) in zip(judges, graded):
+        print(f"[clinconsensus] judge {judge.model}: {stats['calls']} calls, {stats['cache_hits']} cache hits", file=sys.stderr)
+    print(f"[clinconsensus] {sum(r.failures for r in records)} failed judgment(s) in the headline, "
+          f"{sum(r.answer_empty for r in records)} empty answer(s) not sent to the judge, "
+          f"{sum(1 for r in records if r.suspect)} suspect answer(s)", file=sys.stderr)
+    enforce_failure_policy(records, panel[0])  # every judge role's failures, as in Inspect
+    prompt = prompt_record(template, mode)
+    provenance: dict[str, Any] = {"provenance": jurors_provenance([(j.model, j.base_url) for j in panel], mode, prompt)}
+    if local is not None:
+        provenance["local_provenance"] = judge_provenance(local.model, local.base_url, mode, prompt)
+    return [json.dumps({**_noted(r, v).to_dict(), **provenance}, ensure_ascii=False) for r, v in zip(records, seen)]
 
 
 # -- 4. per-case values and aggregations ---------------------------------------------------------

@@ -45,6 +45,19 @@ def judge_provenance(model: str, base_url: str | None, mode: str, prompt: dict[s
             "judge_server": known_kind(base_url, model), **prompt}
 
 
+def jurors_provenance(judges: list[tuple[str, str | None]], mode: str, prompt: dict[str, str]) -> dict[str, Any]:
+    """:func:`judge_provenance` of the grader role: its one judge ``(model, base_url)``, or for a
+    jury the panel (``judge_model`` ``jury(a, b, c)``, no endpoint) with each juror's under ``jurors``."""
+    if len(judges) == 1:
+        return judge_provenance(*judges[0], mode, prompt)
+    from clinconsensus_tasks.scorers.clinconsensus.jury import panel_name
+
+    jurors = [judge_provenance(model, url, mode, prompt) for model, url in judges]
+    name = panel_name([j["judge_model"] for j in jurors])
+    return {"judge_model": name, "judge_endpoint": "", "judge": name, "judge_mode": mode, "judge_server": "",
+            **prompt, "jurors": jurors}
+
+
 def data_provenance(loaded: Any) -> dict[str, str]:
     """Source, sha256 of the file read and, for the hub, the resolved revision of a ``LoadedCases``."""
     return {"data_source": loaded.source, "data_sha256": loaded.sha256 or "", "data_revision": getattr(loaded, "revision", None) or ""}

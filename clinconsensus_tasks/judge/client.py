@@ -110,6 +110,10 @@ class JudgeSettings:
                 raise ConfigurationError(f"{prefix}{name} must be positive, got {raw!r}")
             return value
 
+        if "," in env[f"{prefix}MODEL"]:
+            raise ConfigurationError(f"{prefix}MODEL={env[f'{prefix}MODEL']!r} is a list of models (a jury): only the "
+                                     "ClinConsensus tasks grade with a jury; give this command one judge model")
+
         try:
             failure_threshold = parse_failure_share(env.get(ENV_FAILURE_THRESHOLD))
         except ValueError as exc:
@@ -138,6 +142,26 @@ class JudgeSettings:
             structured_output=env.get(f"{prefix}STRUCTURED_OUTPUT", "0").strip().lower() in ("1", "true", "yes"),
             server=check_kind(env.get(f"{prefix}SERVER"), f"{prefix}SERVER"),
         )
+
+
+def panel_from_env(prefix: str = "CLINCONSENSUS_JUDGE_", env: Mapping[str, str] | None = None) -> list[JudgeSettings]:
+    """The grader role's judge(s): ``{prefix}MODEL`` names one model, or a comma-separated list
+    of models, a jury (``scorers.clinconsensus.jury``), as Inspect's ``--model-role grader=a,b,c``
+    does. Each juror is reached at ``{prefix}BASE_URL``, or, when that is a list as long, at the
+    URL in the same position; every other setting (key, limits) is the role's."""
+    env = os.environ if env is None else env
+    models = [m.strip() for m in (env.get(f"{prefix}MODEL") or "").split(",")]
+    if len(models) < 2:
+        return [JudgeSettings.from_env(prefix, env)]
+    if "" in models or len(set(models)) < len(models) and "," not in (env.get(f"{prefix}BASE_URL") or ""):
+        raise ConfigurationError(f"{prefix}MODEL={env[f'{prefix}MODEL']!r}: a jury names each juror once, with no empty name "
+                                 "(the same model twice is one juror asked twice, not two votes)")
+    urls = [u.strip() for u in (env.get(f"{prefix}BASE_URL") or "").split(",")]
+    if len(urls) not in (1, len(models)):
+        raise ConfigurationError(f"{prefix}BASE_URL has {len(urls)} URLs for {len(models)} jurors: give one URL for all, "
+                                 "or one per juror in the order of the models")
+    return [JudgeSettings.from_env(prefix, {**env, f"{prefix}MODEL": model, f"{prefix}BASE_URL": urls[i % len(urls)]})
+            for i, model in enumerate(models)]
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import Any
 
 from inspect_ai.model import Model
 
-from clinconsensus_tasks.clinconsensus.provenance import judge_provenance
+from clinconsensus_tasks.clinconsensus.provenance import judge_provenance, jurors_provenance
 from clinconsensus_tasks.judge.server_info import (
     AUTO,
     OPENAI,
@@ -55,10 +55,11 @@ def judge_extra_body(model: Model, server: ServerInfo) -> dict[str, Any]:
     return with_thinking_off(server, getattr(model.config, "extra_body", None) or {})
 
 
-def judges_provenance(grader: Model, local: Model | None, mode: str, prompt: dict[str, str]) -> dict[str, Any]:
+def judges_provenance(graders: list[Model], local: Model | None, mode: str, prompt: dict[str, str]) -> dict[str, Any]:
     """``provenance`` (and ``local_provenance`` for a second judge) as lm-eval's records hold
-    them: the model named as its server knows it, not by Inspect's ``provider/[service/]`` spelling."""
-    out = {"provenance": judge_provenance(_served_name(grader), grader.api.base_url, mode, prompt)}
+    them: the model named as its server knows it, not by Inspect's ``provider/[service/]`` spelling.
+    A jury's ``provenance`` names the panel and lists each juror's under ``jurors``."""
+    out = {"provenance": jurors_provenance([(_served_name(g), g.api.base_url) for g in graders], mode, prompt)}
     if local is not None:
         out["local_provenance"] = judge_provenance(_served_name(local), local.api.base_url, mode, prompt)
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from clinconsensus_tasks.scorers.clinconsensus.jury import is_jury
 from clinconsensus_tasks.scorers.usage import Prices, TokenUsage, judge_name, price_for
 
 
@@ -16,7 +17,7 @@ def case_usage(record: Any) -> dict[str, TokenUsage]:
     """One case's tokens per judge name (:func:`scorers.usage.judge_name`, so both frameworks'
     runs name a judge alike; each further judge role of the run apart)."""
     out = {}
-    if record.judge or record.judge_usage:
+    if record.judge_usage or (record.judge and not is_jury(record)):  # a jury's panel calls no model: its jurors do
         out[judge_name(record.judge) or "judge"] = TokenUsage.from_dict(record.judge_usage)
     for role, verdicts in record.other_roles.items():
         if verdicts.usage:

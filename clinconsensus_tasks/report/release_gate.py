@@ -51,7 +51,10 @@ from clinconsensus_tasks.log_files import (
 from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, TASK_VERSION as CLIN_VERSION, mean_names
-from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, failure_tally
+from clinconsensus_tasks.scorers.clinconsensus.jury import is_jury
+from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, SECOND_ROLE, failure_tally
+
+JURY = "jury"  # --allow-prompt jury: accept a jury's majority as the run's protocol
 from clinconsensus_tasks.scorers.climedbench.metric_table import TASK_VERSION as CMB_VERSION
 
 RELEASE_FAILURE_SHARE = 0.01  # the frameworks' default failure policy; the gate's bar unless a flag says otherwise
@@ -162,7 +165,8 @@ def _inspect_facts(path: Path) -> RunFacts:
         facts.variant = str(args.get("variant") or "clean")
         return facts
     roles = spec.model_roles or {}
-    facts.header_judges = tuple(roles[r].model for r in ("grader", "local_grader") if r in roles)
+    facts.header_judges = tuple(m.model for r in ("grader", "local_grader") if r in roles
+                                for m in (roles[r] if isinstance(roles[r], list) else [roles[r]]))
     facts.self_grading_allowed = bool(args.get("allow_self_grading"))
     facts.data = {k: str((spec.metadata or {}).get(k) or "") for k in ("data_source", "data_sha256", "data_revision")}
     facts.thresholds = tuple(int(k) for k in args.get("thresholds") or (7, 10))
@@ -227,7 +231,8 @@ def _lmeval_facts(results_path: Path, tasks: Sequence[str], samples: Mapping[str
     task, path = tasks[0], samples[tasks[0]]
     facts.header_metrics = _metrics_of(results, task)
     judge = ((results.get("configs") or {}).get(task) or {}).get("metadata", {}).get("judge") or {}
-    facts.header_judges = tuple(j["judge"] for j in (judge, judge.get("local") or {}) if isinstance(j, dict) and j.get("judge"))
+    named = [*(judge.get("jurors") or [judge]), judge.get("local") or {}]  # a jury: its jurors
+    facts.header_judges = tuple(j["judge"] for j in named if isinstance(j, dict) and j.get("judge"))
     facts.records = read_case_records(path)
     first = _first_doc(path)
     facts.data = {k: str((first.get("data_provenance") or {}).get(k) or "") for k in ("data_source", "data_sha256", "data_revision")}
@@ -355,8 +360,9 @@ def _independent(run: RunFacts, bar: ReleaseBar) -> list[str]:
     if run.benchmark == CLIMEDBENCH:
         return []
     problems = []
-    judges = sorted({v.judge for r in run.records for v in r.graded.roles.values() if v.judge})
-    provenances = [p for r in run.records for p in r.provenance]
+    # The judges that gave verdicts: a jury's jurors (its panel is no model of its own).
+    judges = sorted({v.judge for r in run.records for role, v in r.graded.roles.items() if v.judge and not (is_jury(r.graded) and role == HEADLINE_ROLE)})
+    provenances = [j for r in run.records for p in r.provenance for j in (p.get("jurors") or [p])]
     servers = {p.get("judge_model", ""): p.get("judge_server", "") for p in provenances}
     named = {_judge_name(run, j) for j in judges}
     model = _served(run.model) if run.framework == "inspect" else run.model
@@ -385,6 +391,9 @@ def _official(run: RunFacts, bar: ReleaseBar) -> list[str]:
     if run.benchmark == CLIMEDBENCH:
         return []
     problems = []
+    if any(is_jury(r.graded) for r in run.records) and JURY not in bar.allow_prompts:
+        problems.append("graded by a jury: a jury's majority is not the single-judge official protocol; run with one judge "
+                        f"in the grader role, or accept it with --allow-prompt {JURY}")
     modes = sorted({r.graded.judge_mode for r in run.records} - {OFFICIAL_MODE} - set(bar.allow_prompts))
     if modes:
         problems.append(f"judge mode {', '.join(modes)} is not the official protocol (one call per criterion): run with "

@@ -133,7 +133,8 @@ def _run_name(model: str, variant: str) -> str:
 
 def _inspect_meta(log: Any) -> dict[str, Any]:
     ev = log.eval
-    roles = {name: cfg.model for name, cfg in (ev.model_roles or {}).items()}
+    roles = {name: ", ".join(c.model for c in cfg) if isinstance(cfg, list) else cfg.model  # a list: a jury
+             for name, cfg in (ev.model_roles or {}).items()}
     meta = dict(ev.metadata or {})
     return {
         "framework": "inspect",

@@ -177,6 +177,31 @@ def agreement_table(runs: Sequence[ClinRun]) -> Table:
     return Table("Judge agreement (dual-judge runs)", header, rows)
 
 
+JURY_NOTE = ("A jury run's score is its panel's majority verdict per criterion (a tie, or fewer usable votes than a "
+             "majority of the panel, is a failed judgment): it is not the single-judge official protocol, and the release "
+             "gate refuses it unless accepted with --allow-prompt jury.")
+
+
+def jury_table(runs: Sequence[ClinRun], n_criteria: int = 30) -> Table:
+    """Each juror of the jury runs (``scorers.clinconsensus.jury``): its CACS@10 and failures,
+    its kappa with the panel's other jurors, and the panel's Fleiss' kappa with its interval."""
+    from clinconsensus_tasks.scorers.clinconsensus.jury import jury_summary
+
+    rows = []
+    for run in runs:
+        jury = jury_summary([r.graded for r in run.records], (10, 7), n_criteria)
+        if not jury:
+            continue
+        fleiss = jury["fleiss_kappa"]
+        for juror in jury["jurors"]:
+            pairs = [f"{pair.replace(juror['role'], '').strip('-')} {k['estimate']:.3f}" for pair, k in jury["pairwise_kappa"].items()
+                     if juror["role"] in pair.split("-")]
+            rows.append([run.name, f"{juror['role']}: {juror['judge']}", _f(juror["cacs@10"]), str(int(juror["judge_failures"])),
+                         ", ".join(pairs), f"{fleiss['estimate']:.3f} [{fleiss['low']:.3f}, {fleiss['high']:.3f}]"])
+    return Table("Jury (jury runs): each juror, and how far the jurors agree", ["model", "juror", "juror CACS@10", "juror failures",
+                                                                                  "Cohen's kappa with", "Fleiss' kappa [95%]"], rows)
+
+
 TOKEN_NOTE = ("Judge tokens are what the judge API reported for the calls it answered. A call served from a cache "
               "(Inspect's response cache, the lm-eval path's verdict cache) costs none and a re-asked judgment counts every "
               "reply, so runs with the same verdicts can differ in tokens.")
@@ -211,6 +236,10 @@ def clin_section(runs: Sequence[ClinRun], resamples: int, seed: int, prices: Map
     agreement = agreement_table(runs)
     if agreement.rows:
         section.tables.append(agreement)
+    jury = jury_table(runs)
+    if jury.rows:
+        section.tables.append(jury)
+        section.notes.append(JURY_NOTE)
     section.tables.append(usage_table(runs, prices))
     section.notes.append(TOKEN_NOTE)
     return section

@@ -134,7 +134,8 @@ class GradedCase:
 
     @property
     def dual(self) -> bool:
-        return bool(self.other_roles)
+        """Whether a second judge graded the case beside the headline one (a jury's jurors are not one)."""
+        return SECOND_ROLE in self.roles
 
     def result(self) -> CaseResult:
         return CaseResult(self.met, self.judged, self.failures, self.slices, self.case_id)
