@@ -21,12 +21,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.record_files import read_jsonl
 from clinconsensus_tasks.errors import DataSourceError, DataValidationError
 from clinconsensus_tasks.scorers.climedbench.scenarios import CHOICE, KEYWORDS, ORDER, SCENARIOS, SIMILARITY, Scenario
 from clinconsensus_tasks.text_checks import is_blank, is_duplicate, surrogate_problems
 
-ENV_DATA_DIR = "CLIMEDBENCH_DATA_DIR"
+ENV_DATA_DIR = settings_table.setting("climedbench_data_dir").env
 SAMPLE_NOTE = "synthetic sample bundled with clinconsensus-tasks (not CliMedBench data)"
 
 

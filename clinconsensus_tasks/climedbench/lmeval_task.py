@@ -21,11 +21,11 @@ documents that report each one.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any, Sequence
 
-from clinconsensus_tasks.climedbench.dataset import ENV_DATA_DIR, load_scenario
+from clinconsensus_tasks import settings_table
+from clinconsensus_tasks.climedbench.dataset import load_scenario
 from clinconsensus_tasks.climedbench.logs import lmeval_metrics
 from clinconsensus_tasks.scorers.climedbench.item_result import score_item
 from clinconsensus_tasks.scorers.climedbench.perturbation import DEFAULT_RATE
@@ -45,7 +45,8 @@ def load_dataset(scenario: str, loglikelihood: bool = False, variant: str = CLEA
     """``custom_dataset`` hook: one scenario's validated items, as asked under ``variant``, as a test split."""
     import datasets
 
-    loaded = load_scenario(scenario, os.environ.get(ENV_DATA_DIR) or None)
+    env = settings_table.merged_env(settings_table.given_settings(kwargs))  # --metadata over the environment
+    loaded = load_scenario(scenario, settings_table.raw("climedbench_data_dir", env))
     settings = VariantSettings(variant, perturbation or "all", float(perturbation_rate), int(seed))  # type: ignore[arg-type]
     asked, left_out = ask_scenario(loaded.scenario, loaded.items, settings)
     if left_out:

@@ -28,6 +28,7 @@ import os
 import threading
 from typing import Any, Sequence
 
+from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 
 DEFAULT_SIMILARITY_MODEL = "cyclone/simcse-chinese-roberta-wwm-ext"
@@ -35,7 +36,7 @@ DEFAULT_SIMILARITY_MODEL = "cyclone/simcse-chinese-roberta-wwm-ext"
 # (25a599c2d6e6c0bc5b575ecd2caa40d07dce6aba), the commit that holds the weights.
 DEFAULT_SIMILARITY_REVISION = "871d7039a3fccd4869d545a25b63c545341ca7f4"
 DEFAULT_SIMILARITY_SPEC = f"{DEFAULT_SIMILARITY_MODEL}@{DEFAULT_SIMILARITY_REVISION}"
-ENV_SIMILARITY_MODEL = "CLIMEDBENCH_SIMILARITY_MODEL"
+ENV_SIMILARITY_MODEL = settings_table.setting("similarity_model").env
 BATCH_SIZE = 64
 DECIMALS = 9
 
@@ -46,7 +47,7 @@ _lock = threading.Lock()
 def configured_model(name: str | None = None) -> str:
     """The model a run uses, as it records it: ``name``, else ``$CLIMEDBENCH_SIMILARITY_MODEL``, else
     the pinned default ``<hub id>@<revision>``."""
-    return name or os.environ.get(ENV_SIMILARITY_MODEL) or DEFAULT_SIMILARITY_SPEC
+    return name or settings_table.raw("similarity_model") or DEFAULT_SIMILARITY_SPEC
 
 
 def hub_id_and_revision(model: str) -> tuple[str, str | None]:
@@ -80,7 +81,7 @@ def how_to_provide(model: str, reason: str) -> str:
 
 
 def _hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    return settings_table.flag(os.environ.get("HF_HUB_OFFLINE"), "HF_HUB_OFFLINE")
 
 
 def _check_hub_model(model: str) -> None:

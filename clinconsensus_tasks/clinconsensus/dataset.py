@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
 
+from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import DataSourceError, DataValidationError
 from clinconsensus_tasks.scorers.clinconsensus.audience import audience
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, slices_of
@@ -41,14 +42,14 @@ from clinconsensus_tasks.text_checks import is_blank, is_duplicate, surrogate_pr
 HF_DATASET = "skylenage/ClinConsensus"
 HF_DATA_FILE = "data/clinconsensus_low.jsonl"
 SAMPLE_FILE = "clinconsensus_sample.jsonl"
-ENV_DATA = "CLINCONSENSUS_DATA"
+ENV_DATA = settings_table.setting("data").env
 # The hub commit of skylenage/ClinConsensus that runs read by default and the release gate checks
 # the revision a run recorded against. None: no commit id of the dataset could be confirmed when
 # this was written (the project's machines cannot reach the hub), so nothing is pinned; rather than
 # invent one, a run without a revision reads the default branch, says so, and records the commit it
 # read (``data_revision``) with the file's sha256 (``data_sha256``). Set it to a 40-hex commit to pin.
 HF_DATA_REVISION: str | None = None
-ENV_REVISION = "CLINCONSENSUS_DATA_REVISION"  # pins a hub revision (branch, tag or commit)
+ENV_REVISION = settings_table.setting("revision").env  # pins a hub revision (branch, tag or commit)
 
 _STRING_FIELDS = ("case_id", "difficulty", "task", "subject", "user_role", "clinical_context", "user_request")
 _REQUIRED_TEXT = ("case_id", "difficulty", "clinical_context", "user_request")  # blank or white space only: invalid
@@ -294,7 +295,7 @@ def load_from_hub(
     ``$CLINCONSENSUS_DATA_REVISION``, else :data:`HF_DATA_REVISION`) names a branch, tag or commit."""
     import datasets
 
-    revision = revision or os.environ.get(ENV_REVISION) or HF_DATA_REVISION
+    revision = revision or settings_table.raw("revision") or HF_DATA_REVISION
     if revision is None and not Path(repo_id).exists():
         print(f"[clinconsensus] WARNING: this package pins no revision of {repo_id} (dataset.HF_DATA_REVISION): "
               f"reading its default branch; the run records the commit and sha256 it read. Pin one with "

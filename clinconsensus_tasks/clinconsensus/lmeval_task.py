@@ -24,17 +24,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import os
 import sys
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.clinconsensus import settings
-from clinconsensus_tasks.clinconsensus.dataset import ENV_DATA, load_cases
+from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_policy, judge_documents, panel_from_env
-from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
+from clinconsensus_tasks.judge.official_template import prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
-from clinconsensus_tasks.clinconsensus.lmeval_judge import DOC_FIELD, LOCAL_JUDGE_PREFIX, ClinConsensusTask, doc_field, docs_env, judge_mode, metadata_settings  # noqa: F401 (the YAMLs' class)
+from clinconsensus_tasks.clinconsensus.lmeval_judge import DOC_FIELD, LOCAL_GRADER, ClinConsensusTask, doc_field, docs_env, judge_mode, judge_prompt_of  # noqa: F401 (the YAMLs' class)
 from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance, jurors_provenance
 from clinconsensus_tasks.lmeval_glue import first_responses, quiet_custom_dataset_hint
 from clinconsensus_tasks.scorers.agreement import Confusion
@@ -46,8 +46,6 @@ from clinconsensus_tasks.scorers.clinconsensus.jury import panel_record
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 
 quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here
-
-ENV_SEES_THINKING = "CLINCONSENSUS_JUDGE_SEES_THINKING"
 
 
 def extra_thresholds(value: Any, n: int) -> list[int]:
@@ -69,13 +67,15 @@ def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
     """
     import datasets
 
-    given = metadata_settings(kwargs)  # lmeval_judge.py: judge settings from --metadata (an API key there is refused)
-    n = settings.n_criteria_from_env()
+    given = settings_table.given_settings(kwargs)  # every setting given by --metadata (an API key there is refused)
+    env = settings_table.merged_env(given)
+    n = settings.n_criteria_from_env(env)
     extra = extra_thresholds(thresholds, n)
-    loaded = load_cases(os.environ.get(ENV_DATA, "hub"), n)
+    loaded = load_cases(settings_table.raw("data", env) or "hub", n, settings_table.raw("revision", env))
     print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}", file=sys.stderr)
     provenance = data_provenance(loaded)
-    rows = [{**case.to_record(), "extra_thresholds": extra, "data_provenance": provenance, DOC_FIELD: doc_field(given)} for case in loaded.cases]
+    rows = [{**case.to_record(), "extra_thresholds": extra, "n_criteria": n, "data_provenance": provenance, DOC_FIELD: doc_field(given)}
+            for case in loaded.cases]
     return {"test": datasets.Dataset.from_list(rows)}
 
 
@@ -92,11 +92,11 @@ def _run(coro_factory: Callable[[], Any]) -> Any:
         return pool.submit(lambda: asyncio.run(coro_factory())).result()
 
 
-def seen_answers(resps: Sequence[Any]) -> list[VisibleAnswer]:
+def seen_answers(resps: Sequence[Any], env: Mapping[str, str] | None = None) -> list[VisibleAnswer]:
     """Each document's first response as the user saw it: a reasoning model's ``<think>`` text
-    removed unless ``CLINCONSENSUS_JUDGE_SEES_THINKING=1``. lm-eval's API backends drop the
+    removed unless ``judge_sees_thinking`` is set. lm-eval's API backends drop the
     finish reason, so an answer counts as truncated here when its thinking never closed."""
-    keep = os.environ.get(ENV_SEES_THINKING, "0").strip().lower() not in ("", "0", "false", "no")
+    keep = settings_table.read_flag("judge_sees_thinking", env)
     return [visible_answer(a, keep) for a in first_responses(resps)]
 
 
@@ -125,15 +125,15 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
 def _judge_all(resps: Sequence[Sequence[str]], docs: Sequence[dict], dual: bool) -> list[str]:
     env = docs_env(docs)
     panel = panel_from_env(env=env)
-    local = JudgeSettings.from_env(prefix=LOCAL_JUDGE_PREFIX, env=env) if dual else None
+    local = JudgeSettings.from_env(LOCAL_GRADER, env) if dual else None
     judges = panel + ([local] if local is not None else [])
     mode = judge_mode(env)
-    seen = seen_answers(resps)
+    seen = seen_answers(resps, env)
     answers = [v.text for v in seen]
     extra = sum(max(0, len(r) - 1) for r in resps if isinstance(r, (list, tuple)))
     if extra:
         print(f"[clinconsensus] WARNING: {extra} extra response(s) from `repeats` > 1 are not graded; only each document's first is", file=sys.stderr)
-    template = load_judge_prompt(None, mode)
+    template = judge_prompt_of(env, mode)
 
     async def every_judge() -> list[Any]:
         return await asyncio.gather(*(judge_documents(answers, docs, judge, mode, template=template) for judge in judges))
@@ -202,7 +202,7 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
     """One case's value of every metric (see :func:`metric_list`); for thresholds added through
     ``--metadata`` also its Pass@k indicator and CACS@k term, whose mean is the metric."""
     record = GradedCase.from_dict(json.loads(results[0]), f"case {doc.get('case_id')!r}")
-    n = settings.n_criteria_from_env()
+    n = int(doc.get("n_criteria") or settings.n_criteria_from_env())
     ks = (*DEFAULT_THRESHOLDS, *(doc.get("extra_thresholds") or []))
     terms = record.terms(ks, n)
     out: dict[str, Any] = {**terms, **metric_table.case_counts(record)}

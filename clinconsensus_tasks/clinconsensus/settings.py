@@ -8,15 +8,14 @@ in. The rules themselves live in the scoring core; this module turns their ``Val
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from typing import Any
 
+from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, parse_thresholds
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, check_judge_mode
 
-ENV_JUDGE_MODE = "CLINCONSENSUS_JUDGE_MODE"
-ENV_N_CRITERIA = "CLINCONSENSUS_N_CRITERIA"
 
 
 def judge_mode(value: str | None, source: str = "judge_mode") -> str:
@@ -35,12 +34,14 @@ def thresholds(value: Any, n_criteria: int = DEFAULT_N_CRITERIA, source: str = "
         raise ConfigurationError(str(exc)) from None
 
 
-def n_criteria_from_env() -> int:
-    raw = os.environ.get(ENV_N_CRITERIA, "")
+def n_criteria_from_env(env: Mapping[str, str] | None = None) -> int:
+    """``n_criteria`` (``settings_table``) from ``env`` (default: the process environment)."""
+    raw = settings_table.raw("n_criteria", env)
+    source = settings_table.setting("n_criteria").env
     try:
         value = int(raw) if raw else DEFAULT_N_CRITERIA
     except ValueError:
-        raise ConfigurationError(f"{ENV_N_CRITERIA}={raw!r} is not an integer") from None
+        raise ConfigurationError(f"{source}={raw!r} is not an integer") from None
     if value < 1:
-        raise ConfigurationError(f"{ENV_N_CRITERIA}={raw!r}: expected a positive number of criteria")
+        raise ConfigurationError(f"{source}={raw!r}: expected a positive number of criteria")
     return value

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_file, cache_key
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
@@ -35,7 +35,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import grade_answe
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens
 from clinconsensus_tasks.scorers.usage import TokenUsage
 
-ENV_POLL = "CLINCONSENSUS_JUDGE_BATCH_POLL"
+ENV_POLL = settings_table.setting("judge_batch_poll").env
 DEFAULT_POLL_SECONDS = 30.0
 ENDPOINT = "/v1/chat/completions"
 DONE = ("completed", "failed", "expired", "cancelled")
@@ -106,7 +106,7 @@ class BatchRun:
         from clinconsensus_tasks.judge.client import openai_client
 
         self.settings, self.cache = settings, cache
-        self.poll = poll_seconds if poll_seconds is not None else float(os.environ.get(ENV_POLL) or DEFAULT_POLL_SECONDS)
+        self.poll = poll_seconds if poll_seconds is not None else float(settings_table.raw("judge_batch_poll") or DEFAULT_POLL_SECONDS)
         self.ledger = Ledger(ledger_path(settings.cache_dir))
         self.client = openai_client(settings)
         self.usage = TokenUsage()

@@ -19,13 +19,15 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-ENV_CACHE_DIR = "CLINCONSENSUS_CACHE_DIR"
+from clinconsensus_tasks import settings_table
+
 
 
 def default_cache_dir() -> Path:
     """``$CLINCONSENSUS_CACHE_DIR``, else ``$XDG_CACHE_HOME/clinconsensus_tasks`` (``~/.cache/...``)."""
-    if os.environ.get(ENV_CACHE_DIR):
-        return Path(os.environ[ENV_CACHE_DIR]).expanduser()
+    chosen = settings_table.raw("cache_dir")
+    if chosen:
+        return Path(chosen).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "clinconsensus_tasks"
 

@@ -8,26 +8,8 @@ concurrency bound, greedy decoding, the on-disk cache and call accounting; ``jud
 what the judge's server takes (``judge.server_info``) and its input limit (``judge.input_limit``).
 lm-eval's ``--metadata`` can stand in for the variables below (``clinconsensus.lmeval_judge``).
 
-Settings (environment variables):
-
-* ``CLINCONSENSUS_JUDGE_BASE_URL`` (required), e.g. ``https://api.example.com/v1`` or
-  ``http://localhost:8000/v1``,
-* ``CLINCONSENSUS_JUDGE_MODEL`` (required),
-* ``CLINCONSENSUS_JUDGE_API_KEY`` (default ``EMPTY``, what a local vLLM server accepts),
-* ``CLINCONSENSUS_JUDGE_CONCURRENCY`` (default 32), ``CLINCONSENSUS_JUDGE_MAX_RETRIES`` (default 6),
-  ``CLINCONSENSUS_JUDGE_TIMEOUT`` seconds (default 120), ``CLINCONSENSUS_JUDGE_MAX_TOKENS``
-  (default 512 per criterion; batched mode allows 96 per criterion),
-* ``CLINCONSENSUS_JUDGE_EXTRA_BODY``: a JSON object merged into every request (a vLLM or SGLang
-  judge gets ``{"chat_template_kwargs": {"enable_thinking": false}}`` without it: ``judge.server_info``),
-* ``CLINCONSENSUS_JUDGE_SERVER``: ``auto`` (default: ask ``GET /v1/models``), ``vllm``, ``sglang`` or ``openai``,
-* ``CLINCONSENSUS_JUDGE_STRUCTURED_OUTPUT=1``: send ``response_format`` with the verdict's JSON
-  schema (off by default: the released judge was trained on the fenced format, and an API without
-  structured output answers 400),
-* ``CLINCONSENSUS_CACHE_DIR`` (see ``judge_cache``); ``CLINCONSENSUS_JUDGE_CACHE=0`` disables it,
-* ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD`` (default 0.01; 0 = never stop): the share of failed
-  judgments that ends the run with an error (``scorers.clinconsensus.judge_failures``),
-* ``CLINCONSENSUS_JUDGE_BATCH=1``: first attempts through the provider's batch API at half price
-  (``judge.batch_api``; ``CLINCONSENSUS_JUDGE_BATCH_POLL`` seconds between polls, default 30).
+Settings: each judge role's ``judge_*`` settings in ``settings_table`` (the reference:
+``docs/settings.md``), read by :meth:`JudgeSettings.from_env`.
 """
 
 from __future__ import annotations
@@ -40,7 +22,9 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
+from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.settings_table import GRADER, ROLE_ENV_PREFIX
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
 from clinconsensus_tasks.judge.input_limit import judge_input_limit, limited
 from clinconsensus_tasks.judge.official_template import prompt_record
@@ -86,73 +70,78 @@ class JudgeSettings:
         hold_url_secrets(self.base_url)
 
     @classmethod
-    def from_env(cls, prefix: str = "CLINCONSENSUS_JUDGE_", env: Mapping[str, str] | None = None) -> "JudgeSettings":
-        """Read settings from the environment; raise :class:`ConfigurationError` naming what is missing."""
+    def from_env(cls, role: str = GRADER, env: Mapping[str, str] | None = None) -> "JudgeSettings":
+        """The judge settings of ``role`` (``settings_table``: ``CLINCONSENSUS_JUDGE_*`` for the
+        grader, ``CLINCONSENSUS_LOCAL_JUDGE_*`` for the second judge); raise
+        :class:`ConfigurationError` naming what is missing or wrong."""
         env = os.environ if env is None else env
-        missing = [f"{prefix}{name}" for name in ("BASE_URL", "MODEL") if not env.get(f"{prefix}{name}")]
+        name = lambda key: settings_table.setting(key).env_name(role) or key  # noqa: E731
+        missing = [name(key) for key in ("judge_base_url", "judge_model") if not settings_table.raw(key, env, role)]
         if missing:
+            prefix = ROLE_ENV_PREFIX[role]
             raise ConfigurationError(
                 f"The ClinConsensus judge is not configured: set {' and '.join(missing)} "
                 f"(and {prefix}API_KEY if the endpoint needs one). The judge is any OpenAI-compatible "
                 "endpoint, for example a hosted API or `vllm serve skylenage/ClinConsensus-Judge-8B` "
                 f"with {prefix}BASE_URL=http://localhost:8000/v1."
             )
+        model = settings_table.raw("judge_model", env, role) or ""
+        if "," in model:
+            raise ConfigurationError(f"{name('judge_model')}={model!r} is a list of models (a jury): only the "
+                                     "ClinConsensus tasks grade with a jury; give this command one judge model")
 
-        def number(name: str, default: float, kind: type) -> Any:
-            raw = env.get(f"{prefix}{name}")
-            if raw in (None, ""):
-                return default
+        def number(key: str, kind: type) -> Any:
+            raw = settings_table.raw(key, env, role)
+            if raw is None:
+                return kind(settings_table.setting(key).default)
             try:
                 value = kind(raw)
             except ValueError:
-                raise ConfigurationError(f"{prefix}{name}={raw!r} is not a valid {kind.__name__}") from None
-            if value <= 0 and name != "MAX_RETRIES":
-                raise ConfigurationError(f"{prefix}{name} must be positive, got {raw!r}")
+                raise ConfigurationError(f"{name(key)}={raw!r} is not a valid {kind.__name__}") from None
+            if value <= 0 and key != "judge_max_retries":
+                raise ConfigurationError(f"{name(key)} must be positive, got {raw!r}")
             return value
 
-        if "," in env[f"{prefix}MODEL"]:
-            raise ConfigurationError(f"{prefix}MODEL={env[f'{prefix}MODEL']!r} is a list of models (a jury): only the "
-                                     "ClinConsensus tasks grade with a jury; give this command one judge model")
-
         try:
-            failure_threshold = parse_failure_share(env.get(ENV_FAILURE_THRESHOLD))
+            failure_threshold = parse_failure_share(settings_table.raw("judge_failure_threshold", env))
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from None
-        raw_extra = env.get(f"{prefix}EXTRA_BODY") or "{}"
+        raw_extra = settings_table.raw("judge_extra_body", env, role) or "{}"
         try:
             extra_body = json.loads(raw_extra)
         except ValueError as exc:
-            raise ConfigurationError(f"{prefix}EXTRA_BODY is not valid JSON: {exc}") from None
+            raise ConfigurationError(f"{name('judge_extra_body')} is not valid JSON: {exc}") from None
         if not isinstance(extra_body, dict):
-            raise ConfigurationError(f"{prefix}EXTRA_BODY must be a JSON object, got {raw_extra!r}")
+            raise ConfigurationError(f"{name('judge_extra_body')} must be a JSON object, got {raw_extra!r}")
 
         return cls(
-            base_url=env[f"{prefix}BASE_URL"],
-            model=env[f"{prefix}MODEL"],
-            api_key=env.get(f"{prefix}API_KEY") or "EMPTY",
-            concurrency=number("CONCURRENCY", 32, int),
-            max_retries=number("MAX_RETRIES", 6, int),
-            timeout=number("TIMEOUT", 120.0, float),
-            max_tokens=number("MAX_TOKENS", PER_CRITERION_MAX_TOKENS, int),
-            use_cache=env.get("CLINCONSENSUS_JUDGE_CACHE", "1") not in ("0", "false", "no"),
-            cache_dir=env.get("CLINCONSENSUS_CACHE_DIR") or None,
+            base_url=settings_table.raw("judge_base_url", env, role) or "",
+            model=model,
+            api_key=settings_table.raw("judge_api_key", env, role) or "EMPTY",
+            concurrency=number("judge_concurrency", int),
+            max_retries=number("judge_max_retries", int),
+            timeout=number("judge_timeout", float),
+            max_tokens=number("judge_max_tokens", int),
+            use_cache=settings_table.read_flag("judge_cache", env),
+            cache_dir=settings_table.raw("cache_dir", env),
             extra_body=extra_body,
             failure_threshold=failure_threshold,
-            batch=env.get(f"{prefix}BATCH", "0").lower() in ("1", "true", "yes"),
-            structured_output=env.get(f"{prefix}STRUCTURED_OUTPUT", "0").strip().lower() in ("1", "true", "yes"),
-            server=check_kind(env.get(f"{prefix}SERVER"), f"{prefix}SERVER"),
+            batch=settings_table.read_flag("judge_batch", env, role),
+            structured_output=settings_table.read_flag("judge_structured_output", env, role),
+            server=check_kind(settings_table.raw("judge_server", env, role), name("judge_server")),
         )
 
 
-def panel_from_env(prefix: str = "CLINCONSENSUS_JUDGE_", env: Mapping[str, str] | None = None) -> list[JudgeSettings]:
+def panel_from_env(role: str = GRADER, env: Mapping[str, str] | None = None) -> list[JudgeSettings]:
     """The grader role's judge(s): ``{prefix}MODEL`` names one model, or a comma-separated list
     of models, a jury (``scorers.clinconsensus.jury``), as Inspect's ``--model-role grader=a,b,c``
     does. Each juror is reached at ``{prefix}BASE_URL``, or, when that is a list as long, at the
     URL in the same position; every other setting (key, limits) is the role's."""
     env = os.environ if env is None else env
+    prefix = ROLE_ENV_PREFIX[role]
     models = [m.strip() for m in (env.get(f"{prefix}MODEL") or "").split(",")]
     if len(models) < 2:
-        return [JudgeSettings.from_env(prefix, env)]
+        return [JudgeSettings.from_env(role, env)]
     if "" in models or len(set(models)) < len(models) and "," not in (env.get(f"{prefix}BASE_URL") or ""):
         raise ConfigurationError(f"{prefix}MODEL={env[f'{prefix}MODEL']!r}: a jury names each juror once, with no empty name "
                                  "(the same model twice is one juror asked twice, not two votes)")
@@ -160,7 +149,7 @@ def panel_from_env(prefix: str = "CLINCONSENSUS_JUDGE_", env: Mapping[str, str] 
     if len(urls) not in (1, len(models)):
         raise ConfigurationError(f"{prefix}BASE_URL has {len(urls)} URLs for {len(models)} jurors: give one URL for all, "
                                  "or one per juror in the order of the models")
-    return [JudgeSettings.from_env(prefix, {**env, f"{prefix}MODEL": model, f"{prefix}BASE_URL": urls[i % len(urls)]})
+    return [JudgeSettings.from_env(role, {**env, f"{prefix}MODEL": model, f"{prefix}BASE_URL": urls[i % len(urls)]})
             for i, model in enumerate(models)]
 
 

@@ -27,6 +27,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.model import GenerateConfig, Model, ModelOutput
 from inspect_ai.scorer import SampleScore
 
+from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.inspect_compat import active_generate_config
@@ -182,7 +183,7 @@ POLICY_NAME = "clinconsensus judge failure policy"
 
 def failure_threshold(value: float | str | None) -> float:
     """``-T judge_failure_threshold``, else ``CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD``, else 1%."""
-    raw, source = (value, "judge_failure_threshold") if value is not None else (os.environ.get(ENV_FAILURE_THRESHOLD), ENV_FAILURE_THRESHOLD)
+    raw, source = (value, "judge_failure_threshold") if value is not None else (settings_table.raw("judge_failure_threshold"), ENV_FAILURE_THRESHOLD)
     try:
         return parse_failure_share(raw, source)
     except ValueError as exc:

@@ -24,6 +24,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.cache import default_cache_dir
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate, TemplateError, parse_template
@@ -31,8 +32,6 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, BAT
 
 OFFICIAL = "official"
 PROJECT = "project"
-ENV_PROMPT = "CLINCONSENSUS_JUDGE_PROMPT"
-ENV_PROMPT_URL = "CLINCONSENSUS_JUDGE_PROMPT_URL"
 
 OFFICIAL_REPO = "crzzx1/ClinConsensus"
 OFFICIAL_COMMIT = "52be41d98535cdcf48461bf59264f1ee9f16c47a"
@@ -54,8 +53,8 @@ def _how_to(url: str, problem: str) -> ConfigurationError:
         f"  curl -L -o run_local_judge.py {url}\n"
         f"  sha256sum run_local_judge.py   # must print {OFFICIAL_SHA256}\n"
         "then pass the file as a path: Inspect `-T judge_prompt=/path/to/run_local_judge.py`, lm-eval and "
-        f"clinconsensus-eval `{ENV_PROMPT}=/path/to/run_local_judge.py`. A mirror of the file can be given "
-        f"with {ENV_PROMPT_URL}=URL. To judge with the project's own prompt instead: judge_prompt=project "
+        f"clinconsensus-eval `CLINCONSENSUS_JUDGE_PROMPT=/path/to/run_local_judge.py`. A mirror of the file can be given "
+        "with CLINCONSENSUS_JUDGE_PROMPT_URL=URL. To judge with the project's own prompt instead: judge_prompt=project "
         "(verdicts then differ from the released judge's protocol)."
     )
 
@@ -67,7 +66,7 @@ def official_template(
     ``$CLINCONSENSUS_JUDGE_PROMPT_URL`` or the pinned GitHub URL) and checked against
     ``expected_sha256`` (default :data:`OFFICIAL_SHA256`) before it is read or cached."""
     expected_sha256 = expected_sha256 or OFFICIAL_SHA256
-    url = url or os.environ.get(ENV_PROMPT_URL) or OFFICIAL_URL
+    url = url or settings_table.raw("judge_prompt_url") or OFFICIAL_URL
     folder = Path(cache_dir) if cache_dir else default_cache_dir() / "judge_prompts"
     cached = folder / f"run_local_judge-{expected_sha256}.py"
     if cached.is_file() and _sha256(cached.read_bytes()) == expected_sha256:
@@ -107,15 +106,15 @@ def template_file(path: str) -> JudgeTemplate:
         raise ConfigurationError(f"judge_prompt: {exc}") from None
 
 
-def load_judge_prompt(choice: str | None, mode: str) -> JudgeTemplate | None:
+def load_judge_prompt(choice: str | None, mode: str, url: str | None = None) -> JudgeTemplate | None:
     """The template for ``choice`` (``official``, ``project`` or a path; ``None`` means
     ``$CLINCONSENSUS_JUDGE_PROMPT``, else ``official``), or ``None`` for the project's prompt.
     Batched mode always uses the project's batched prompt: nothing is loaded."""
-    choice = (choice or os.environ.get(ENV_PROMPT) or OFFICIAL).strip() or OFFICIAL
+    choice = (choice or settings_table.raw("judge_prompt") or OFFICIAL).strip() or OFFICIAL
     if mode == BATCHED or choice == PROJECT:
         return None
     if choice == OFFICIAL:
-        return official_template()
+        return official_template(url)
     return template_file(choice)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clinconsensus_tasks.clinconsensus.lmeval_judge import metadata_settings
+from clinconsensus_tasks.settings_table import given_settings as metadata_settings
 from clinconsensus_tasks.errors import ConfigurationError
 
 pytestmark = pytest.mark.slow
