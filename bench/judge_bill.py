@@ -34,7 +34,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, PER
 from clinconsensus_tasks.scorers.usage import Prices, TokenUsage
 from judge_cost import Server, run_lmeval, write_cases
 
-from clinconsensus_tasks.judge.estimate import PromptCache, estimate, make_counter
+from clinconsensus_tasks.commands.estimate import PromptCache, estimate, make_counter
 
 # The bench's own stand-in for the official template (its text cannot be downloaded here): same
 # placeholders, same order, instructions after the rubric item.

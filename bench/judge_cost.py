@@ -38,7 +38,7 @@ import urllib.request
 from pathlib import Path
 
 from clinconsensus_tasks.clinconsensus.dataset import load_cases, sample_path
-from clinconsensus_tasks.fake_openai_server import candidate_answer
+from clinconsensus_tasks.stand_in import candidate_answer
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, PER_CRITERION, batched_messages, judge_max_tokens, per_criterion_messages
 
 MODES = (PER_CRITERION, BATCHED)
@@ -49,7 +49,7 @@ MODES = (PER_CRITERION, BATCHED)
 
 class Server:
     def __init__(self, answer_chars: int, judge_template: str | None = None):
-        cmd = [sys.executable, "-m", "clinconsensus_tasks.fake_openai_server", "--port", "0", "--answer-chars", str(answer_chars)]
+        cmd = [sys.executable, "-m", "clinconsensus_tasks.stand_in", "--port", "0", "--answer-chars", str(answer_chars)]
         cmd += ["--judge-template", judge_template] if judge_template else []
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()

@@ -29,7 +29,7 @@ def child(data: str, base_url: str, all_at_once: bool) -> float:
     from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION
 
     from clinconsensus_tasks.clinconsensus.dataset import load_cases
-    from clinconsensus_tasks.fake_openai_server import candidate_answer
+    from clinconsensus_tasks.stand_in import candidate_answer
     from clinconsensus_tasks.judge import client
 
     if all_at_once:  # the behaviour before the bound: every case's calls created up front

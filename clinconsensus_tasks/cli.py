@@ -14,14 +14,14 @@
 * ``serve-stand-in``: the stand-in model and judge the demo and the tests use, as a server of its own.
 * ``report``: one self-contained HTML report with charts, and a Markdown summary, from the logs of
   several models (see ``report``).
-* ``estimate [DATA]``: judge calls and tokens of a run before it starts (see ``judge.estimate``).
-* ``audit LOG``: an API judge grades a stratified sample of a local judge's run (see ``judge.audit``).
+* ``estimate [DATA]``: judge calls and tokens of a run before it starts (see ``commands.estimate``).
+* ``audit LOG``: an API judge grades a stratified sample of a local judge's run (see ``commands.audit``).
 * ``compare-models BASELINE CANDIDATE``: the regression gate (see ``report.compare_models``).
 * ``robustness CLEAN_RUN VARIANT_RUN``: CliMedBench's score drop under a variant (perturbed, NOTA,
   CoT), per scenario and overall, items paired, with paired bootstrap intervals.
 * ``compare``, ``agreement``, ``rescore``, ``export-sft``: judge agreement (two judges or two judge
   modes; judges against human labels), re-grading stored answers with another judge or mode, and
-  SFT data for training a local judge (see ``judge.tools``).
+  SFT data for training a local judge (see ``commands.tools``).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def _summarize(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, summarize
     from clinconsensus_tasks.scorers.clinconsensus.metric_table import mean_names
 
-    from clinconsensus_tasks.judge.tools import compare_logs
+    from clinconsensus_tasks.commands.tools import compare_logs
 
     from clinconsensus_tasks.report.costs import judge_usage, usage_rows
     from clinconsensus_tasks.scorers.usage import parse_prices
@@ -253,7 +253,7 @@ def _judge_settings(args: argparse.Namespace):
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from clinconsensus_tasks.judge.tools import compare_logs
+    from clinconsensus_tasks.commands.tools import compare_logs
 
     report = compare_logs(args.reference, args.other, args.thresholds)
     if args.json:
@@ -264,7 +264,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from clinconsensus_tasks.judge.tools import label_agreement
+    from clinconsensus_tasks.commands.tools import label_agreement
 
     report = label_agreement(args.labels, args.logs)
     if args.json:
@@ -279,7 +279,7 @@ def _agreement(args: argparse.Namespace) -> int:
 
 
 def _rescore(args: argparse.Namespace) -> int:
-    from clinconsensus_tasks.judge.tools import rescore
+    from clinconsensus_tasks.commands.tools import rescore
 
     metrics = rescore(args.log, args.output, _judge_settings(args), args.judge_mode)
     print(json.dumps({"output": args.output, **metrics}, ensure_ascii=False, indent=2))
@@ -287,7 +287,7 @@ def _rescore(args: argparse.Namespace) -> int:
 
 
 def _export_sft(args: argparse.Namespace) -> int:
-    from clinconsensus_tasks.judge.tools import export_sft
+    from clinconsensus_tasks.commands.tools import export_sft
 
     manifest = export_sft(args.logs, args.output, args.judge, args.dev_share, args.seed)
     print(json.dumps(manifest, ensure_ascii=False, indent=2))
@@ -496,7 +496,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_arguments(p)
     p.set_defaults(func=main_compare)
 
-    from clinconsensus_tasks.fake_openai_server import MODEL_NAMES_HELP, add_server_arguments, serve
+    from clinconsensus_tasks.stand_in import MODEL_NAMES_HELP, add_server_arguments, serve
 
     p = command(sub, "serve-stand-in", "serve the project's stand-in model and judge (an OpenAI-compatible server on "
                                        "127.0.0.1, the one the demo and the tests use) to try commands without an endpoint")
@@ -505,13 +505,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.formatter_class = type("Formatter", (HelpFormatter, argparse.RawDescriptionHelpFormatter), {})
     p.set_defaults(func=serve)
 
-    from clinconsensus_tasks.judge.estimate import add_arguments as add_estimate_arguments, main_estimate
+    from clinconsensus_tasks.commands.estimate import add_arguments as add_estimate_arguments, main_estimate
 
     p = command(sub, "estimate", "judge calls and tokens (and cost with --prices) of a ClinConsensus run, before running it")
     add_estimate_arguments(p)
     p.set_defaults(func=main_estimate)
 
-    from clinconsensus_tasks.judge.audit import add_arguments as add_audit_arguments, main_audit
+    from clinconsensus_tasks.commands.audit import add_arguments as add_audit_arguments, main_audit
 
     p = command(sub, "audit", "an API judge grades a stratified sample of a local judge's run: kappa, and the API judge's metrics estimated")
     add_audit_arguments(p)

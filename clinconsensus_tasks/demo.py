@@ -2,7 +2,7 @@
 
 Why this exists: a first run should show what the plugin does before the user has a model server
 and a judge at hand. The demo starts the project's deterministic stand-in server
-(:mod:`clinconsensus_tasks.fake_openai_server`) on a free port of 127.0.0.1, where it plays both
+(:mod:`clinconsensus_tasks.stand_in`) on a free port of 127.0.0.1, where it plays both
 the model under test and the judge; runs ClinConsensus and CliMedBench on the bundled synthetic
 samples through every installed framework (Inspect, lm-eval), with the frameworks' own machinery
 (Inspect's ``eval``, lm-eval's ``simple_evaluate`` and ``EvaluationTracker``: the same log files
@@ -207,7 +207,7 @@ clinconsensus-eval report logs/ results/ --output report.html"""
 
 def run_demo(output: Path, frameworks: list[str] | None = None, similarity_model: str | None = None, resamples: int = 1000) -> dict[str, Any]:
     """Run the demo into ``output``; returns the paths written and the headline numbers."""
-    from clinconsensus_tasks.fake_openai_server import FakeOpenAIServer
+    from clinconsensus_tasks.stand_in import FakeOpenAIServer
     from clinconsensus_tasks.report.html_report import build_report
 
     started = time.monotonic()

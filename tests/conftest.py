@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from clinconsensus_tasks.fake_openai_server import FakeOpenAIServer
+from clinconsensus_tasks.stand_in import FakeOpenAIServer
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
-from clinconsensus_tasks.fake_openai_server import FAULT_MALFORMED_ALWAYS, candidate_answer, fault_for, oracle_verdict
+from clinconsensus_tasks.stand_in import FAULT_MALFORMED_ALWAYS, candidate_answer, fault_for, oracle_verdict
 from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, summarize
 
 HEADLINE = ["rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10", "judge_failures"]

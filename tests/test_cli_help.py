@@ -68,7 +68,7 @@ def test_tables_stay_aligned_with_chinese_labels():
 
 
 def test_stand_in_server_help_lists_its_model_names():
-    done = subprocess.run([sys.executable, "-m", "clinconsensus_tasks.fake_openai_server", "--help"],
+    done = subprocess.run([sys.executable, "-m", "clinconsensus_tasks.stand_in", "--help"],
                           capture_output=True, text=True, check=True, timeout=60)
     text = done.stdout
     assert "`" not in text

@@ -11,7 +11,7 @@ import pytest
 
 from clinconsensus_tasks.climedbench.dataset import load_scenario
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
-from clinconsensus_tasks.fake_openai_server import candidate_answer, climedbench_answer, oracle_verdict
+from clinconsensus_tasks.stand_in import candidate_answer, climedbench_answer, oracle_verdict
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, build_prompt, score_answer, summarize
 from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult
 from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize as summarize_cases

@@ -111,7 +111,7 @@ def _run_lm_eval(server, tmp_path, extra_args, site: Path | None = None):
     all_results = json.loads(results_file.read_text(encoding="utf-8"))["results"]
     # CliMedBench is found the same way; its SSO score equals the shared core's on the same answers.
     from clinconsensus_tasks.climedbench.dataset import load_scenario
-    from clinconsensus_tasks.fake_openai_server import climedbench_answer
+    from clinconsensus_tasks.stand_in import climedbench_answer
     from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, build_prompt, score_answer, summarize
 
     sso = SCENARIOS["SSO"]

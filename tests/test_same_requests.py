@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from clinconsensus_tasks.fake_openai_server import candidate_answer, climedbench_answer
+from clinconsensus_tasks.stand_in import candidate_answer, climedbench_answer
 from clinconsensus_tasks.generation import CLIMEDBENCH, CLINCONSENSUS
 
 pytestmark = pytest.mark.slow

@@ -34,7 +34,8 @@ from typing import Any, Iterable
 from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import DataSourceError, DataValidationError
 from clinconsensus_tasks.scorers.clinconsensus.audience import audience
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, slices_of
+from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import case_question
 from clinconsensus_tasks.record_files import read_jsonl
 from clinconsensus_tasks.text_checks import is_blank, is_duplicate, surrogate_problems

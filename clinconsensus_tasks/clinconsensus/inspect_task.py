@@ -35,7 +35,7 @@ from inspect_ai.util import JSONSchema
 from clinconsensus_tasks import generation
 from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases
-from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
+from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER
 from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.inspect_compat import PrerequisiteError, register_logged_scorer_name
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
@@ -43,7 +43,10 @@ from clinconsensus_tasks.judge.input_limit import judge_input_limit, limited
 from clinconsensus_tasks.judge.inspect_server import judge_extra_body, judges_provenance, server_of
 from clinconsensus_tasks.judge.server_info import ServerInfo
 from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
+from clinconsensus_tasks.judge import protocol
+from clinconsensus_tasks.judge.protocol import check_failed
 from clinconsensus_tasks.judge.inspect_calls import (
+    CHECK_HINT,
     RESUME_HINT,
     check_judges_now,
     JudgeFailurePolicy,
@@ -57,7 +60,8 @@ from clinconsensus_tasks.judge.inspect_calls import (
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, classify
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize, without_failed_means
+from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize, without_failed_means
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.jury import jury_metrics, panel_record
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase, grade_case
@@ -65,7 +69,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPT
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES, VERDICT_SCHEMA_DESCRIPTION, VERDICT_SCHEMA_NAME, verdict_schema
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
 from clinconsensus_tasks.scorers.usage import TokenUsage, total
-from clinconsensus_tasks.clinconsensus.provenance import data_provenance
+from clinconsensus_tasks.judge.provenance import data_provenance
 
 
 def inspect_usage(usage: Any) -> TokenUsage:
@@ -256,10 +260,7 @@ async def _probe(judges: list[Model]) -> None:
         try:
             await judge.generate(to_chat(PROBE_MESSAGES), config=probe_call_config(), cache=False)
         except Exception as exc:
-            raise shown_alone(ConfigurationError(
-                f"The judge {judge} at {judge.api.base_url} did not answer a test request ({classify(exc)[1]}). "
-                "Check the grader role's model name, base URL and API key (-T judge_check=false skips this check)."
-            )) from None
+            raise shown_alone(check_failed(str(judge), str(judge.api.base_url), classify(exc)[1], CHECK_HINT)) from None
 
 
 def _answer_with_reasoning(output: ModelOutput | None, keep_thinking: bool) -> tuple[str, bool]:
@@ -309,7 +310,7 @@ def rubric_scorer(
     judge_mode = settings.judge_mode(judge_mode)
     template = load_judge_prompt(judge_prompt, judge_mode)
     prompt_info = prompt_record(template, judge_mode)
-    decoding: dict = dict(temperature=0.0, max_tokens=judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
+    decoding = protocol.decoding(judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
     if judge_structured_output:  # response_format with the verdict's schema; the verdict rule still applies
         decoding["response_schema"] = ResponseSchema(name=VERDICT_SCHEMA_NAME, json_schema=JSONSchema.model_validate(verdict_schema(judge_mode)),
                                                      description=VERDICT_SCHEMA_DESCRIPTION, strict=True)

@@ -57,7 +57,7 @@ def judge_prompt_of(env: Mapping[str, str], mode: str) -> Any:
 
 def judge_identity(env: Mapping[str, str], dual: bool) -> dict[str, Any]:
     """The judge(s) of the run as the results file records them (never a key, host only)."""
-    from clinconsensus_tasks.clinconsensus.provenance import judge_provenance, jurors_provenance
+    from clinconsensus_tasks.judge.provenance import judge_provenance, jurors_provenance
     from clinconsensus_tasks.judge.client import JudgeSettings, panel_from_env
     from clinconsensus_tasks.judge.official_template import prompt_record
 

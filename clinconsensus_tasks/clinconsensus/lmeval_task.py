@@ -35,12 +35,13 @@ from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_poli
 from clinconsensus_tasks.judge.official_template import prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
 from clinconsensus_tasks.clinconsensus.lmeval_judge import DOC_FIELD, LOCAL_GRADER, ClinConsensusTask, doc_field, docs_env, judge_mode, judge_prompt_of  # noqa: F401 (the YAMLs' class)
-from clinconsensus_tasks.clinconsensus.provenance import data_provenance, judge_provenance, jurors_provenance
+from clinconsensus_tasks.judge.provenance import data_provenance, judge_provenance, jurors_provenance
 from clinconsensus_tasks.lmeval_glue import first_responses, quiet_custom_dataset_hint
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_THRESHOLDS, CaseResult, case_terms, mean, slice_metric_name
+from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, mean, slice_metric_name
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_THRESHOLDS, case_terms
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.jury import panel_record
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from clinconsensus_tasks.errors import DataValidationError
-from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
+from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER, GradedCase
 
-INSPECT_SCORER = "rubric_scorer"  # the Inspect scorer's registered name: logs key its scores by it
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from typing import Any
 
 from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, parse_thresholds
+from clinconsensus_tasks.scorers.clinconsensus.cacs import parse_thresholds
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, check_judge_mode
 
 

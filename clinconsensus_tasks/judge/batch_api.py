@@ -29,6 +29,7 @@ from typing import Any
 
 from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.judge import protocol
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_file, cache_key
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import grade_answer
@@ -86,7 +87,7 @@ async def first_requests(answers: Sequence[str], docs: Sequence[dict], settings:
     synchronous client would send."""
     for answer, doc in zip(answers, docs):
         rubrics = [(r["criterion_id"], r["criterion"]) for r in doc["rubrics"]]
-        decoding = {"temperature": 0.0, "max_tokens": judge_max_tokens(mode, len(rubrics), settings.max_tokens), **settings.extra_body}
+        decoding = protocol.decoding(judge_max_tokens(mode, len(rubrics), settings.max_tokens), settings.extra_body)
         noted: list[tuple[str, dict[str, Any]]] = []
 
         async def note(messages: list[dict[str, str]], fresh: bool, decoding: dict = decoding, noted: list = noted) -> str:
@@ -103,12 +104,10 @@ class BatchRun:
     """Submits, finds again, polls and downloads batches for one judge's settings."""
 
     def __init__(self, settings: Any, cache: JudgeCache, poll_seconds: float | None = None):
-        from clinconsensus_tasks.judge.client import openai_client
-
         self.settings, self.cache = settings, cache
         self.poll = poll_seconds if poll_seconds is not None else float(settings_table.raw("judge_batch_poll") or DEFAULT_POLL_SECONDS)
         self.ledger = Ledger(ledger_path(settings.cache_dir))
-        self.client = openai_client(settings)
+        self.client = protocol.openai_client(settings)
         self.usage = TokenUsage()
         self.usage_by_key: dict[str, TokenUsage] = {}  # what each batch reply cost, by its cache key
         self.batch_ids: list[str] = []

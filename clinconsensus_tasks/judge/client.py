@@ -27,6 +27,7 @@ from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.settings_table import GRADER, ROLE_ENV_PREFIX
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
 from clinconsensus_tasks.judge.input_limit import judge_input_limit, limited
+from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed, decoding, openai_client
 from clinconsensus_tasks.judge.official_template import prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import openai_response_format
 from clinconsensus_tasks.judge.server_info import AUTO, ask_server, check_kind, with_thinking_off
@@ -43,8 +44,8 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTempla
 from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally, grade_case
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, PROBE_MESSAGES, judge_max_tokens
-from clinconsensus_tasks.scorers.redact import hold_secret, hold_url_secrets, redact
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens
+from clinconsensus_tasks.scorers.redact import hold_secret, hold_url_secrets
 from clinconsensus_tasks.scorers.usage import TokenUsage, total
 
 
@@ -168,18 +169,6 @@ class CallStats:
     completion_tokens: int = 0
 
 
-def openai_client(settings: JudgeSettings, asynchronous: bool = True, retries: int | None = None) -> Any:
-    """The SDK client every judge request of the lm-eval path and the command line goes through
-    (the grading client and the judge check alike): one place to choose the judge backend.
-    ``retries``: the SDK's own retries (default ``settings.max_retries``; the grading client
-    retries itself, so that its breaker sees every attempt)."""
-    from openai import AsyncOpenAI, OpenAI
-
-    kind = AsyncOpenAI if asynchronous else OpenAI
-    return kind(base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout,
-                max_retries=settings.max_retries if retries is None else retries)
-
-
 def retry_delay(attempt: int) -> float:
     """Seconds before retry ``attempt + 1``: the SDK's own schedule (0.5 s doubling, at most 8 s), with jitter."""
     return min(8.0, 0.5 * 2 ** attempt) * random.uniform(0.75, 1.0)
@@ -191,13 +180,11 @@ def probe_judge(settings: JudgeSettings, skip_hint: str = "") -> None:
     not chained, since its text may repeat what the server was sent)."""
     client = openai_client(settings, asynchronous=False)
     try:
-        client.chat.completions.create(model=settings.model, messages=PROBE_MESSAGES, max_tokens=8,  # type: ignore[arg-type]
+        client.chat.completions.create(model=settings.model, messages=PROBE_MESSAGES, max_tokens=PROBE_MAX_TOKENS,  # type: ignore[arg-type]
                                        extra_body=dict(settings.extra_body) or None)
     except Exception as exc:
-        raise ConfigurationError(
-            f"The ClinConsensus judge at {settings.base_url} (model {settings.model!r}) did not answer a test request: "
-            f"{type(exc).__name__}: {redact(str(exc)).rstrip('.')}. Check CLINCONSENSUS_JUDGE_BASE_URL, _MODEL and _API_KEY{skip_hint}."
-        ) from None
+        raise check_failed(repr(settings.model), settings.base_url, classify(exc)[1],
+                           f"Check CLINCONSENSUS_JUDGE_BASE_URL, _MODEL and _API_KEY{skip_hint}.") from None
     finally:
         client.close()
 
@@ -214,7 +201,7 @@ class JudgeClient:
         self._client = openai_client(settings, retries=0)  # complete() retries, attempt by attempt
 
     def decoding(self, max_tokens: int) -> dict[str, Any]:
-        return {"temperature": 0.0, "max_tokens": max_tokens, **dict(self.settings.extra_body)}
+        return decoding(max_tokens, self.settings.extra_body)
 
     async def complete(
         self, messages: list[dict[str, str]], fresh: bool = False, max_tokens: int | None = None,

@@ -28,9 +28,9 @@ from inspect_ai.model import GenerateConfig, Model, ModelOutput
 from inspect_ai.scorer import SampleScore
 
 from clinconsensus_tasks import settings_table
-from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.inspect_compat import active_generate_config
+from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ENV_FAILURE_THRESHOLD,
     ERROR_REQUEST,
@@ -43,8 +43,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     parse_failure_share,
     status_code_of,
 )
-from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_MESSAGES
+from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER, GradedCase, failure_tally
 from clinconsensus_tasks.scorers.redact import hold_secret, hold_url_secrets, redact_exception
 
 JUDGE_CALL_DEFAULTS: dict[str, int] = {"max_retries": 5, "timeout": 600, "attempt_timeout": 180}
@@ -93,12 +92,9 @@ def check_judges_now(judges: list[Model]) -> list[Model]:
         sync = OpenAI(base_url=str(client.base_url), api_key=client.api_key, max_retries=PROBE_LIMITS["max_retries"],
                       timeout=PROBE_LIMITS["attempt_timeout"])
         try:
-            sync.chat.completions.create(model=judge.api.model_name, messages=PROBE_MESSAGES, max_tokens=8)  # type: ignore[arg-type]
+            sync.chat.completions.create(model=judge.api.model_name, messages=PROBE_MESSAGES, max_tokens=PROBE_MAX_TOKENS)  # type: ignore[arg-type]
         except Exception as exc:
-            raise ConfigurationError(
-                f"The judge {judge} at {judge.api.base_url} did not answer a test request ({classify(exc)[1]}). "
-                "Check the grader role's model name, base URL and API key (-T judge_check=false skips this check)."
-            ) from None
+            raise check_failed(str(judge), str(judge.api.base_url), classify(exc)[1], CHECK_HINT) from None
         finally:
             sync.close()
         checked.append(judge)
@@ -107,7 +103,7 @@ def check_judges_now(judges: list[Model]) -> list[Model]:
 
 def probe_call_config() -> GenerateConfig:
     """The judge check's call settings: 8 tokens, :data:`PROBE_LIMITS` whatever the command line says."""
-    return GenerateConfig(max_tokens=8, **PROBE_LIMITS)
+    return GenerateConfig(max_tokens=PROBE_MAX_TOKENS, **PROBE_LIMITS)
 
 
 BREAKER_ATTRIBUTE = "_clinconsensus_breaker"
@@ -177,6 +173,7 @@ RESUME_HINT = (
     "judge: `inspect score LOG_FILE --overwrite --action overwrite` (not `inspect eval-retry`, which "
     "generates the answers again), then check it with `clinconsensus-eval summarize --strict LOG_FILE`."
 )
+CHECK_HINT = "Check the grader role's model name, base URL and API key (-T judge_check=false skips this check)."
 THRESHOLD_SETTING = f"-T judge_failure_threshold (or {ENV_FAILURE_THRESHOLD})"
 POLICY_NAME = "clinconsensus judge failure policy"
 

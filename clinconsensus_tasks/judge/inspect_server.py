@@ -17,7 +17,7 @@ from typing import Any
 
 from inspect_ai.model import Model
 
-from clinconsensus_tasks.clinconsensus.provenance import judge_provenance, jurors_provenance
+from clinconsensus_tasks.judge.provenance import judge_provenance, jurors_provenance
 from clinconsensus_tasks.judge.server_info import (
     AUTO,
     OPENAI,

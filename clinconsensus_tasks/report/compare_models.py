@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.log_files import CLIMEDBENCH, CLINCONSENSUS, SeveralRuns, benchmark_of, run_files
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import format_value
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS
 from clinconsensus_tasks.scorers.usage import judge_name

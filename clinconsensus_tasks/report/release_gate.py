@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from clinconsensus_tasks.clinconsensus.dataset import HF_DATA_REVISION, HF_DATASET, sample_path
-from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER, LoggedCase, read_case_records
+from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
+from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER
 from clinconsensus_tasks.log_files import (
     CLIMEDBENCH, CLINCONSENSUS, benchmark_of, find_logs, is_inspect_log, is_lmeval_results, is_lmeval_samples, lmeval_run_key,
     lmeval_task,

@@ -16,14 +16,15 @@ from typing import Any, Sequence
 
 from clinconsensus_tasks.climedbench.logs import read_item_log
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
-from clinconsensus_tasks.clinconsensus.provenance import judge_display
+from clinconsensus_tasks.judge.provenance import judge_display
 from clinconsensus_tasks.log_files import (
     CLIMEDBENCH, CLINCONSENSUS, find_logs, is_inspect_log, is_lmeval_results, is_lmeval_samples, lmeval_run_key, lmeval_task,
 )
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult
 from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_scores
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, breakdowns, cacs_at_k, summarize
+from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, breakdowns, cacs_at_k, summarize
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import totals
 
 CURVE_KS = range(1, 31)

@@ -1,7 +1,7 @@
 """The report's sections: tables, charts and notes, built from the runs (``report.runs``).
 
 Every number is computed by the project's scoring core (``scorers.clinconsensus.cacs`` and its
-metric table, ``scorers.climedbench``, ``judge.tools.compare_logs``) from the records the log
+metric table, ``scorers.climedbench``, ``commands.tools.compare_logs``) from the records the log
 readers return, so the report equals what the frameworks logged; the leaderboard's columns are
 the metric table's (a metric added there appears here). The bootstrap intervals score every
 resample with the same core.
@@ -22,7 +22,8 @@ from clinconsensus_tasks.report.svg import bar_chart, escape, heatmap, line_char
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
 from clinconsensus_tasks.scorers.climedbench.length_deciles import DECILES, decile_metric
 from clinconsensus_tasks.scorers.climedbench.robustness import OVERALL, paired_drops
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, summarize
+from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, summarize
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import format_value, headline_names, mean_names
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE
 from clinconsensus_tasks.scorers.usage import Prices
@@ -162,8 +163,8 @@ AGREEMENT_COLUMNS = ("agreement/percent", "agreement/kappa", "agreement/macro_f1
 
 
 def agreement_table(runs: Sequence[ClinRun]) -> Table:
-    """Reference judge against the local judge, for dual-judge runs (``judge.tools.compare_logs``)."""
-    from clinconsensus_tasks.judge.tools import compare_logs
+    """Reference judge against the local judge, for dual-judge runs (``commands.tools.compare_logs``)."""
+    from clinconsensus_tasks.commands.tools import compare_logs
 
     rows = []
     for run in runs:

@@ -53,11 +53,10 @@ under test is the same client code that talks to a user's endpoint:
 
 One module per concern: ``server`` (HTTP routes, settings, scripts, :class:`FakeOpenAIServer`),
 ``candidates`` (the candidate's answers), ``judges`` (verdicts, faults, broken judges), ``usage``
-(usage blocks and the counters of ``GET /stats``). ``clinconsensus_tasks.fake_openai_server`` is
-an alias of this package.
+(usage blocks and the counters of ``GET /stats``).
 
-Run standalone: ``python -m clinconsensus_tasks.stand_in --port 0 --latency 0.05`` (or
-``python -m clinconsensus_tasks.fake_openai_server``; prints ``PORT <n>`` when ready). Bind it to
+Run standalone: ``python -m clinconsensus_tasks.stand_in --port 0 --latency 0.05`` (prints
+``PORT <n>`` when ready). Bind it to
 127.0.0.1 only.
 """
 

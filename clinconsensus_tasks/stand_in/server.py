@@ -339,7 +339,7 @@ Other routes: GET /v1/stats (call counts), POST /v1/reset, POST /v1/config
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
-    """The stand-in's options, for ``python -m clinconsensus_tasks.fake_openai_server`` and
+    """The stand-in's options, for ``python -m clinconsensus_tasks.stand_in`` and
     ``clinconsensus-eval serve-stand-in`` alike."""
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1; 0 picks a free one")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each judge response")
@@ -350,7 +350,7 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m clinconsensus_tasks.fake_openai_server",
+        prog="python -m clinconsensus_tasks.stand_in",
         description="A deterministic OpenAI-compatible chat-completions server, for tests and benchmarks.",
         epilog=MODEL_NAMES_HELP,
         formatter_class=type("Formatter", (argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter), {}),

@@ -28,13 +28,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from clinconsensus_tasks.scorers.clinconsensus.metric_table import (  # noqa: F401  (the per-case terms, re-exported)
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import (
     DEFAULT_N_CRITERIA,
     DEFAULT_THRESHOLDS,
     accuracy_term,
     cacs_term,
     case_terms,
-    headline_names,
     pass_term,
     without_failed_name,
     without_failed_names,

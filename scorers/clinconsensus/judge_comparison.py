@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa, pearson, percent_agreement, verdict_report
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, cacs_at_k, slice_metric_name, summarize
+from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, cacs_at_k, slice_metric_name, summarize
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS
 
 
 @dataclass(frozen=True)

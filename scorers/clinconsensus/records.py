@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
-from clinconsensus_tasks.scorers.clinconsensus.cacs import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, CaseResult, case_terms
+from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, case_terms
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, pair_verdicts
 from clinconsensus_tasks.scorers.clinconsensus.answer_guard import suspect_reasons
 from clinconsensus_tasks.scorers.redact import held_secrets, redact
@@ -26,6 +27,7 @@ RECORD_VERSION = 2  # 2: judge roles (the second judge under "roles", not "local
 PROMPT_FIELDS = ("judge_prompt", "judge_prompt_sha256", "judge_prompt_source")
 
 
+INSPECT_SCORER = "rubric_scorer"  # the Inspect scorer's registered name: logs key the records by it
 HEADLINE_ROLE = "grader"  # the judge whose verdicts give the headline metrics
 SECOND_ROLE = "local_grader"  # the second judge of a dual-judge run (Inspect's role name)
 

@@ -1,6 +1,6 @@
 """CliMedBench end to end: every scenario through Inspect and lm-eval against the local server.
 
-The server (``clinconsensus_tasks.fake_openai_server``) stands in for the model under test and
+The server (``clinconsensus_tasks.stand_in``) stands in for the model under test and
 answers CliMedBench prompts in the shapes real models use (markers, bare and full-width letters,
 arrows, keyword lists, unusable replies). Both frameworks must produce identical scenario scores,
 equal to what the shared scoring core gives for those answers. WTD similarity uses a real
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from clinconsensus_tasks.climedbench.dataset import load_scenario
-from clinconsensus_tasks.fake_openai_server import climedbench_answer
+from clinconsensus_tasks.stand_in import climedbench_answer
 from clinconsensus_tasks.scorers.climedbench.scenarios import DIMENSIONS, SCENARIOS, SIMILARITY, build_prompt, score_answer, summarize
 from frameworks import run_lmeval_tasks
 from hand_worked import CLIMEDBENCH, TOLERANCE

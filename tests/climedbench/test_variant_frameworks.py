@@ -1,6 +1,6 @@
 """CliMedBench's variants end to end in both frameworks against the local stand-in server.
 
-The server (``clinconsensus_tasks.fake_openai_server``) stands in for the model under test and keeps
+The server (``clinconsensus_tasks.stand_in``) stands in for the model under test and keeps
 the prompts it receives, so the tests compare what Inspect and lm-eval actually sent: the same
 perturbed text, the same NOTA options, the same CoT instruction. Scores must be identical in both
 frameworks and equal to the shared core's scores of the server's answers, per scenario and per
@@ -15,7 +15,7 @@ import pytest
 
 from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.climedbench.dataset import load_scenario
-from clinconsensus_tasks.fake_openai_server import climedbench_answer
+from clinconsensus_tasks.stand_in import climedbench_answer
 from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_scores
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, summarize
 from clinconsensus_tasks.scorers.climedbench.variants import (
@@ -112,7 +112,7 @@ def test_perturbed_runs_send_identical_text_in_both_frameworks_and_score_alike(f
     drops = {d["scope"]: d for d in report["drops"]}
     assert report["unpaired"] == {"only_clean": 0, "only_variant": 0}
     for code in CODES:
-        assert drops[code]["items"] == 10
+        assert drops[code]["items"] == (11 if code == "ID2" else 10)  # the bundled sample: 10 items a scenario, 11 in ID2
         assert drops[code]["drop"] == pytest.approx(clean_metrics[f"{code}/score"] - metrics[f"{code}/score"], abs=1e-12)
         assert drops[code]["low"] <= drops[code]["drop"] <= drops[code]["high"]
     assert drops["overall"]["drop"] == pytest.approx(clean_metrics["score"] - metrics["score"], abs=1e-12)

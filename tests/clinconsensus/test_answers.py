@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clinconsensus_tasks.fake_openai_server import THINKING_PREFIX, candidate_answer, oracle_verdict
+from clinconsensus_tasks.stand_in import THINKING_PREFIX, candidate_answer, oracle_verdict
 from clinconsensus_tasks.scorers.clinconsensus.answer_guard import (
     SUSPECT_SECTION_MARKER,
     SUSPECT_THINK_TAG,

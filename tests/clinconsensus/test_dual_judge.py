@@ -12,7 +12,7 @@ import math
 import pytest
 
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
-from clinconsensus_tasks.fake_openai_server import candidate_answer, oracle_verdict
+from clinconsensus_tasks.stand_in import candidate_answer, oracle_verdict
 from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa
 from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, cacs_at_k, summarize
 

@@ -1,6 +1,6 @@
 """ClinConsensus end to end in Inspect and lm-eval, over real HTTP, against one deterministic server.
 
-The server (``clinconsensus_tasks.fake_openai_server``) plays the candidate model and the judge, so
+The server (``clinconsensus_tasks.stand_in``) plays the candidate model and the judge, so
 both frameworks score the very same answers with the very same verdicts: their metrics must be
 identical to each other and to the values the server's rules imply.
 """
@@ -43,8 +43,8 @@ def test_both_frameworks_report_identical_metrics(fake_server, tmp_path):
     from lm_eval.api.metrics import mean_stderr
 
     from clinconsensus_tasks.clinconsensus.dataset import load_cases
-    from clinconsensus_tasks.fake_openai_server import candidate_answer, oracle_verdict
-    from clinconsensus_tasks.scorers.clinconsensus.cacs import case_terms
+    from clinconsensus_tasks.stand_in import candidate_answer, oracle_verdict
+    from clinconsensus_tasks.scorers.clinconsensus.metric_table import case_terms
 
     terms = [case_terms(sum(oracle_verdict(candidate_answer(c.question), t) for _, t in c.rubrics), 30) for c in load_cases("sample").cases]
     for name in ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10"):
@@ -284,9 +284,10 @@ def test_a_judge_that_rejects_requests_stops_both_runs_before_generation(fake_se
         clinconsensus(data="sample"), model="openai-api/cand/cand-model",
         model_roles={"grader": "openai-api/judge/unauthorized-judge"}, log_dir=str(tmp_path), display="none",
     )[0]
-    assert log.status == "error" and "did not answer a test request" in log.error.message
+    # One message in both frameworks (judge.protocol.check_failed): the judge, where, why, what to check.
+    assert log.status == "error" and "did not answer a test request (AuthenticationError (HTTP 401)" in log.error.message
     os.environ["CLINCONSENSUS_JUDGE_MODEL"] = "unauthorized-judge"
-    with pytest.raises(ConfigurationError, match="did not answer a test request: AuthenticationError"):
+    with pytest.raises(ConfigurationError, match=r"did not answer a test request \(AuthenticationError \(HTTP 401\)"):
         simple_evaluate(
             model="local-chat-completions",
             model_args={"model": "cand-model", "base_url": f"{fake_server.base_url}/chat/completions"},

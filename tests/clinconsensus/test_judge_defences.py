@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
-from clinconsensus_tasks.fake_openai_server import FakeOpenAIServer, candidate_answer
+from clinconsensus_tasks.stand_in import FakeOpenAIServer, candidate_answer
 from clinconsensus_tasks.scorers.clinconsensus.answer_guard import SUSPECT_SECTION_MARKER, SUSPECT_THINK_TAG, SUSPECT_VERDICT_JSON, suspect_reasons
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import openai_response_format
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD, JudgeFailureError

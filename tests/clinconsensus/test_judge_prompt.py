@@ -20,7 +20,7 @@ import pytest
 from clinconsensus_tasks.scorers.clinconsensus.cacs import mean
 from clinconsensus_tasks.clinconsensus.dataset import load_cases, sample_path
 from clinconsensus_tasks.errors import ConfigurationError
-from clinconsensus_tasks.fake_openai_server import candidate_answer, oracle_verdict, template_pattern
+from clinconsensus_tasks.stand_in import candidate_answer, oracle_verdict, template_pattern
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, official_template, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import TemplateError, check_placeholders, parse_template
 

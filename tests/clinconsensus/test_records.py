@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, case_terms, headline_means, headline_stderrs, mean, stderr_of_mean
+from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, headline_means, headline_stderrs, mean, stderr_of_mean
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import case_terms
 from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, SECOND_ROLE, GradedCase, RoleVerdicts
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
 

@@ -16,12 +16,12 @@ from clinconsensus_tasks.scorers.audit_estimate import (
     difference_estimate,
     stratified_sample,
 )
-from clinconsensus_tasks.scorers.clinconsensus.cacs import case_terms
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import case_terms
 from frameworks import run_inspect, run_lmeval
 
 from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
-from clinconsensus_tasks.fake_openai_server import candidate_answer, oracle_verdict
+from clinconsensus_tasks.stand_in import candidate_answer, oracle_verdict
 
 
 def test_audit_grades_only_the_sample_and_estimates_the_api_judge(fake_server, tmp_path, capsys):

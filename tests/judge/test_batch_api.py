@@ -15,7 +15,7 @@ from frameworks import HEADLINE, expected_metrics, run_lmeval
 from openai_batch_server import BatchServer
 
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
-from clinconsensus_tasks.fake_openai_server import candidate_answer, oracle_verdict
+from clinconsensus_tasks.stand_in import candidate_answer, oracle_verdict
 from clinconsensus_tasks.judge.batch_api import ledger_path
 from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
 

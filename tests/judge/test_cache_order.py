@@ -17,7 +17,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import grade_answe
 from frameworks import run_inspect, run_lmeval
 
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
-from clinconsensus_tasks.fake_openai_server import candidate_answer
+from clinconsensus_tasks.stand_in import candidate_answer
 from clinconsensus_tasks.judge.client import (
     JudgeSettings,
     cases_in_flight,

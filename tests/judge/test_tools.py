@@ -8,11 +8,12 @@ import pytest
 
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.errors import DataValidationError
-from clinconsensus_tasks.fake_openai_server import alt_disagrees, candidate_answer, oracle_verdict
+from clinconsensus_tasks.stand_in import alt_disagrees, candidate_answer, oracle_verdict
 from clinconsensus_tasks.judge.client import JudgeSettings
-from clinconsensus_tasks.judge.tools import compare_logs, export_sft, label_agreement, read_labels, rescore
+from clinconsensus_tasks.commands.tools import compare_logs, export_sft, label_agreement, read_labels, rescore
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
-from clinconsensus_tasks.scorers.clinconsensus.cacs import cacs_term, mean
+from clinconsensus_tasks.scorers.clinconsensus.cacs import mean
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import cacs_term
 from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import per_criterion_messages
 

@@ -14,7 +14,7 @@ import pytest
 
 from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
-from clinconsensus_tasks.fake_openai_server import candidate_answer, degraded_case, oracle_verdict
+from clinconsensus_tasks.stand_in import candidate_answer, degraded_case, oracle_verdict
 from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, summarize
 from frameworks import run_inspect, run_lmeval
 
@@ -112,7 +112,7 @@ def test_runs_on_other_data_or_judges_are_refused_unless_allowed(fake_server, tm
 
 def _climedbench_expected(model: str, codes: list[str]) -> dict[str, float]:
     from clinconsensus_tasks.climedbench.dataset import load_scenario
-    from clinconsensus_tasks.fake_openai_server import climedbench_answer
+    from clinconsensus_tasks.stand_in import climedbench_answer
     from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, build_prompt, score_answer
     from clinconsensus_tasks.scorers.climedbench.scenarios import summarize as summarize_items
 

@@ -15,7 +15,7 @@ import pytest
 from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
 from clinconsensus_tasks.scorers.usage import Prices, TokenUsage, parse_prices, price_for
-from clinconsensus_tasks.fake_openai_server import usage_for
+from clinconsensus_tasks.stand_in import usage_for
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_MESSAGES
 from frameworks import run_inspect, run_lmeval
 

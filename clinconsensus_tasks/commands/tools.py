@@ -264,7 +264,7 @@ def _write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: s
     from inspect_ai.scorer import SampleScore, Score
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus_metrics
-    from clinconsensus_tasks.clinconsensus.logs import INSPECT_SCORER
+    from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER
 
     log = read_eval_log(str(source))
     scores = []

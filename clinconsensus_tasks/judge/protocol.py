@@ -1,0 +1,51 @@
+"""The judge protocol: what every judge call is, whichever transport sends it.
+
+A judge call is chat messages in and text out, greedy, with a verdict-sized token budget. The
+transports (Inspect's model roles in ``clinconsensus.inspect_task``, the OpenAI SDK client of the
+lm-eval path and the command line in ``judge.client``, the provider's batch API in
+``judge.batch_api``) build their requests from this module, so these live here once:
+
+* :func:`decoding`: the decoding settings of a call (temperature 0, ``max_tokens``, the judge's
+  ``extra_body``). The batch API's requests and the verdict cache's keys are built from it, so a
+  batch answer is found again by the synchronous client byte for byte;
+* the judge check: :data:`PROBE_MESSAGES` with :data:`PROBE_MAX_TOKENS`, and
+  :func:`check_failed`, the one message of a judge that did not answer it;
+* :func:`openai_client`: the SDK client every OpenAI-compatible request goes through (grading,
+  the check, the batch API), so no transport imports another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_MESSAGES
+from clinconsensus_tasks.scorers.redact import redact
+
+__all__ = ["PROBE_MAX_TOKENS", "PROBE_MESSAGES", "check_failed", "decoding", "openai_client"]
+
+PROBE_MAX_TOKENS = 8  # the judge check asks for a word, not a verdict
+
+
+def decoding(max_tokens: int, extra_body: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The decoding settings of one judge call: greedy, ``max_tokens`` new tokens, and the judge's
+    ``extra_body`` (thinking switch, ``response_format``) merged in."""
+    return {"temperature": 0.0, "max_tokens": max_tokens, **dict(extra_body or {})}
+
+
+def check_failed(judge: str, where: str, reason: str, hint: str) -> ConfigurationError:
+    """The error of a judge that did not answer the check: which judge, where, why (redacted: an
+    SDK's text may repeat what it was sent) and what to check."""
+    return ConfigurationError(f"The judge {judge} at {where} did not answer a test request ({redact(reason).rstrip('.')}). {hint}")
+
+
+def openai_client(settings: Any, asynchronous: bool = True, retries: int | None = None) -> Any:
+    """The OpenAI SDK client of a judge's settings (``judge.client.JudgeSettings``): base URL, key,
+    time-out. ``retries``: the SDK's own retries (default ``settings.max_retries``; the grading
+    client retries itself, so that its breaker sees every attempt)."""
+    from openai import AsyncOpenAI, OpenAI
+
+    kind = AsyncOpenAI if asynchronous else OpenAI
+    return kind(base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout,
+                max_retries=settings.max_retries if retries is None else retries)
