@@ -133,7 +133,7 @@ def test_perturbed_runs_send_identical_text_in_both_frameworks_and_score_alike(f
     assert info["climedbench_runs"] == ["cand-model", "cand-model [perturbed]"]
     overall = drops["overall"]
     assert "## CliMedBench robustness" in md
-    assert f"| cand-model | perturbed | {overall['drop']:.4f} [{overall['low']:.4f}, {overall['high']:.4f}] | 130 | 0 |" in md
+    assert f"| cand-model | perturbed | {overall['drop']:.4f} [{overall['low']:.4f}, {overall['high']:.4f}] | 131 | 0 |" in md
     deciles = " | ".join(f"{metrics[f'length_decile_{d}']:.4f}" for d in range(1, 11))
     assert f"| cand-model [perturbed] | {deciles} |" in md
 
