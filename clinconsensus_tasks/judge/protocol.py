@@ -37,7 +37,7 @@ def decoding(max_tokens: int, extra_body: Mapping[str, Any] | None = None) -> di
 def check_failed(judge: str, where: str, reason: str, hint: str) -> ConfigurationError:
     """The error of a judge that did not answer the check: which judge, where, why (redacted: an
     SDK's text may repeat what it was sent) and what to check."""
-    return ConfigurationError(f"The judge {judge} at {where} did not answer a test request ({redact(reason).rstrip('.')}). {hint}")
+    return ConfigurationError(f"The judge {judge} at {where} did not answer a test request ({redact(reason)}). {hint}")
 
 
 def openai_client(settings: Any, asynchronous: bool = True, retries: int | None = None) -> Any:
