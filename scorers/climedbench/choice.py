@@ -6,9 +6,10 @@ free-text answer. Chinese models reply in many shapes ("答案：B", "我选D", 
 must not be read as choices. The rules below are deliberately simple and ordered, so that a
 score can be traced back to the rule that produced it:
 
-1. the letter right after the *last* answer marker (答案, 正确答案, 选项, 选择, 选, answer) that is
-   followed by a valid, standalone option letter, unless that letter heads a list of options
-   ("选项：A. ... B. ...": a heading, not a choice);
+1. the letter right after the *last* answer marker (答案, 正确答案, 正确选项, 选项, 选择, 选, answer)
+   that is followed by a valid, standalone option letter, unless that letter heads a list of
+   options ("答案：A. ... B. ...") or is an option label after 选项 ("选项：D. ...": a model
+   repeating the options writes that; "选项D" and "正确选项：D." are choices);
 2. otherwise, in an answer that does not list options, a valid option letter at the very start of
    the answer (after opening brackets, asterisks, quotes and whitespace);
 3. otherwise, in an answer that does not list options, the option letter that stands alone in the
@@ -39,10 +40,11 @@ from typing import Sequence
 # A marker, an optional 是/为, an optional colon, optional opening brackets/emphasis, the letter.
 # Longer markers come first so "正确答案" and "选项" are consumed whole.
 _MARKED = re.compile(
-    r"(?:正确答案|答案|选项|选择|选|(?i:answer))"
+    r"(正确答案|答案|正确选项|选项|选择|选|(?i:answer))"
     r"\s*(?:是|为)?\s*:?\s*[(\[【〔《<*\"'“‘]*\s*"
     r"([A-Z])(?![A-Za-z])"
 )
+_OPTIONS = "选项"  # "options" as much as "option": 选项：A. ... names an option of a list
 _LEADING = re.compile(r"[\s(\[{【〔《<*\"'“‘#_]*([A-Z])(?![A-Za-z])")
 _STANDALONE = re.compile(r"(?<![A-Za-z°])([A-Z])(?![A-Za-z])")
 # An option label: at a line start or after a space, punctuation or an opening bracket (NFKC has
@@ -59,7 +61,9 @@ def extract_choice(answer: str, letters: Sequence[str]) -> str | None:
     valid = _valid_letters(letters)
     text = unicodedata.normalize("NFKC", answer or "")
     labels = [(m.start(1), m.group(1)) for m in _LABEL.finditer(text) if m.group(1) in valid]
-    marked = [m.group(1) for m in _MARKED.finditer(text) if m.group(1) in valid and not _heads_list(m.start(1), labels)]
+    label_at = {start for start, _ in labels}
+    marked = [m.group(2) for m in _MARKED.finditer(text)
+              if m.group(2) in valid and not (m.group(1) == _OPTIONS and m.start(2) in label_at) and not _heads_list(m.start(2), labels)]
     if marked:
         return marked[-1]
     if len({letter for _, letter in labels}) >= 2:

@@ -76,6 +76,11 @@ def test_extract_choice(answer, letters, expected):
         ("A. 胃镜 B. 超声 C. CT\n答案：C", "C"),  # the list, then a marker: the marker decides
         ("A. 胃镜 B. 超声\n我选B", "B"),
         ("答案：B. 超声", "B"),  # one label is an answer, not a list
+        # SmolLM2 on ID1-004: the list, then the list again from D on, headed 选项: no choice.
+        ("选项：A. 肺功能检查\nB. 纤维支气管镜检查\nC. CTPA\nD. CTPA；CTTA\n\n选项：D. CTPA；CTTA\nD. CTPA；CTTA", None),
+        ("选项：A. 18导联心电图\n\n请以上选项中最合适的一项", "A"),  # one option named, nothing else: rule 3
+        ("应选选项D，因为...", "D"),
+        ("A. 胃镜 B. 超声\n正确选项：B. 超声", "B"),
         ("B. 超声。A项不对", "B"),  # "A项" is no label: one label, rule 2
         ("A. 胃镜 A. 胃镜", "A"),  # the same label twice lists nothing else: rule 2
     ],
