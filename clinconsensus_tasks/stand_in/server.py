@@ -43,7 +43,8 @@ def _text_of(message: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class ScriptedRequest:
     """A chat request to a scripted model, as its script sees it (``attempt``: how many times this
-    exact request body has been received, this one included)."""
+    judgment has been asked, this time included: the times this exact body was received, plus
+    the earlier replies a re-ask carries as assistant messages)."""
 
     model: str
     messages: list[dict[str, Any]]
@@ -53,8 +54,9 @@ class ScriptedRequest:
 
     @property
     def user(self) -> str:
-        """The last user message's text."""
-        return next((t for m, t in zip(reversed(self.messages), reversed(self.texts)) if m.get("role") == "user"), "")
+        """The first user message's text: the question, or the judge prompt (a re-ask's later
+        user message is only the note that the reply before it was no verdict)."""
+        return next((t for m, t in zip(self.messages, self.texts) if m.get("role") == "user"), "")
 
     @property
     def system(self) -> str:
@@ -85,9 +87,10 @@ class State:
         return {"latency": self.latency, "answer_chars": self.answer_chars, "judge_templates": len(self.templates)}
 
     def match_template(self, request: ScriptedRequest) -> "re.Match[str] | None":
-        """The filled-in registered template, if the request is one user message made from one."""
+        """The filled-in registered template, if the request opens with a user message made from one
+        and has no system message (a re-ask adds the refused reply and a note after it)."""
         messages = request.messages
-        if not self.templates or len(messages) != 1 or messages[0].get("role") != "user":
+        if not self.templates or not messages or messages[0].get("role") != "user" or any(m.get("role") == "system" for m in messages):
             return None
         return next((m for m in (p.match(request.user) for p in self.templates) if m), None)
 
@@ -163,7 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body.get("messages", [])
         texts = [_text_of(m) for m in messages]
         key = hashlib.sha256(raw).hexdigest()
-        attempt = self.state.ledger.request(model, key, sum(len(t) for t in texts))
+        attempt = self.state.ledger.request(model, key, sum(len(t) for t in texts)) + sum(m.get("role") == "assistant" for m in messages)
         request = ScriptedRequest(model, messages, body, attempt, texts)
         script = self.state.scripts.get(model)
         if script is not None and request.system != PROBE_SYSTEM:

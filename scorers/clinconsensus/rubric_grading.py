@@ -2,7 +2,8 @@
 
 The caller supplies ``complete(messages, fresh)``, an async function that sends chat messages to
 the judge and returns its text. ``fresh=True`` asks it to bypass any response cache: it is set
-when re-asking after an unparseable verdict, so a cached bad answer is never served again. The
+when re-asking after an unparseable verdict. A re-ask carries the refused reply and a note, so
+it is a request of its own that can change the outcome, never the identical request again. The
 Inspect adapter passes the bound ``grader`` model; the lm-eval adapter passes the OpenAI-compatible
 client with its on-disk cache. Transport retries (429, 5xx, timeouts) are the client's business;
 an exception that still escapes it ends that criterion's judgment as a failure, recorded with its
@@ -16,6 +17,7 @@ exception, so no framework loses the case's answer; the run's failure policy dec
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Sequence
 
@@ -27,6 +29,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
     check_judge_mode,
     per_criterion_messages,
     prompt_echo,
+    reask_messages,
 )
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ERROR_JUDGE_UNAVAILABLE,
@@ -91,6 +94,21 @@ def failures_of(judgments: Sequence[CriterionJudgment]) -> list[tuple[str | None
     return [(j.error_kind, j.error) for j in judgments if j.failed]
 
 
+REPEATED = "; not asked again: the re-ask would repeat a request already answered"
+
+
+def _reask(first: Messages, reply: str, mode: str, sent: set[str]) -> Messages | None:
+    """The next request after the unusable ``reply`` to ``first`` (:func:`reask_messages`), or
+    ``None`` when that very request was sent before (the judge repeated an unusable reply): at
+    temperature 0 it would only be answered the same way again."""
+    messages = reask_messages(first, reply, mode)
+    key = json.dumps(messages, ensure_ascii=False)
+    if key in sent:
+        return None
+    sent.add(key)
+    return messages
+
+
 class _CallFailed(Exception):
     def __init__(self, kind: str, reason: str):
         super().__init__(reason)
@@ -121,9 +139,9 @@ async def _judge_one(
     template: JudgeTemplate | None = None,
     breaker: CircuitBreaker | None = None,
 ) -> CriterionJudgment:
-    messages = template.messages(question, answer, criterion) if template else per_criterion_messages(question, answer, criterion)
+    first = template.messages(question, answer, criterion) if template else per_criterion_messages(question, answer, criterion)
     echo = prompt_echo(PER_CRITERION, template)  # the verdict rule needs the prompt it must not accept back
-    problem = "no attempt made"
+    problem, messages, sent = "no attempt made", first, set()
     for attempt in range(max_attempts):
         try:
             text = await _ask(complete, messages, attempt > 0, breaker)
@@ -134,6 +152,9 @@ async def _judge_one(
         if verdict is not None:
             return CriterionJudgment(criterion_id, verdict.met, verdict.explanation, attempt + 1)
         problem = f"unparseable verdict ({reading.problem}): {(text or '')[:_RAW_KEEP]!r}"
+        messages = _reask(first, text, PER_CRITERION, sent) if attempt + 1 < max_attempts else first
+        if messages is None:
+            return CriterionJudgment(criterion_id, None, attempts=attempt + 1, error=problem + REPEATED, error_kind=ERROR_UNPARSEABLE)
     return CriterionJudgment(criterion_id, None, attempts=max_attempts, error=problem, error_kind=ERROR_UNPARSEABLE)
 
 
@@ -151,12 +172,13 @@ async def _judge_batched(
     results: dict[str, CriterionJudgment] = {}
     pending = list(range(len(rubrics)))
     problem, kind = "no attempt made", ERROR_UNPARSEABLE
-    attempts = 0
+    attempts, sent = 0, set()
+    messages = batched_messages(question, answer, list(zip(short_ids, (text for _, text in rubrics))))
     while pending and attempts < max_attempts:
         attempts += 1
         asked = [(short_ids[i], rubrics[i][1]) for i in pending]
         try:
-            text = await _ask(complete, batched_messages(question, answer, asked), attempts > 1, breaker)
+            text = await _ask(complete, messages, attempts > 1, breaker)
         except _CallFailed as failed:
             problem, kind = failed.reason, failed.kind
             break
@@ -171,6 +193,11 @@ async def _judge_batched(
                 results[rubrics[i][0]] = CriterionJudgment(rubrics[i][0], verdict.met, verdict.explanation, attempts)
         if still:
             problem = f"no usable verdict for these criteria ({reading.problem or 'not in the list'}): {(text or '')[:_RAW_KEEP]!r}"
+        if still and attempts < max_attempts:  # the re-ask lists only the criteria still without a verdict
+            messages = _reask(batched_messages(question, answer, [(short_ids[i], rubrics[i][1]) for i in still]), text, BATCHED, sent)
+            if messages is None:
+                problem += REPEATED
+                break
         pending = still
     for i in pending:
         results[rubrics[i][0]] = CriterionJudgment(rubrics[i][0], None, attempts=attempts, error=problem, error_kind=kind)
@@ -221,7 +248,12 @@ async def grade_answer(
     provider can serve their shared prefix from its prompt cache (the client bounds the real
     concurrency); each
     unparseable verdict is asked again, ``max_attempts`` attempts in all. In ``batched`` mode the
-    reply is all or nothing (the verdict rule), so a re-ask asks the whole list again. A call that raises is not asked
+    reply is all or nothing (the verdict rule), so a re-ask asks the whole list again.
+
+    A re-ask is never the request already answered (at temperature 0 a judge answers it the same
+    way, and the re-ask buys nothing): it is the request, the unusable reply and a note that it was
+    no verdict (``rubric_prompt.reask_messages``). When the judge repeats an unusable reply, the
+    next re-ask would repeat a request already sent: it is not sent, and the judgment fails. A call that raises is not asked
     again; with a ``breaker`` shared by the run, once too many such calls in a row failed, the
     remaining ones fail as ``judge_unavailable`` without being sent.
     """

@@ -113,6 +113,21 @@ def openai_response_format(mode: str) -> dict[str, Any]:
                                                     "description": VERDICT_SCHEMA_DESCRIPTION, "strict": True}}
 
 
+REASK_NOTES = {
+    PER_CRITERION: "上面的回复无法读作评分结论。请重新给出评分：只输出要求格式的一个 JSON 对象，不要输出其他内容。",
+    BATCHED: "上面的回复无法读作评分结论。请重新给出评分：只输出要求格式的一个 JSON 数组，每条标准一个对象，不要输出其他内容。",
+}
+REASK_REPLY_CHARS = 400  # of the refused reply, carried into the re-ask
+
+
+def reask_messages(messages: list[dict[str, str]], reply: str, mode: str) -> list[dict[str, str]]:
+    """The re-ask of ``messages`` after the judge's unusable ``reply``: the same request, the reply
+    (its first :data:`REASK_REPLY_CHARS` characters) and a note saying it was no verdict. Never the
+    request already answered: at temperature 0 that buys the same reply again."""
+    return [*messages, {"role": "assistant", "content": (reply or "")[:REASK_REPLY_CHARS]},
+            {"role": "user", "content": REASK_NOTES[mode]}]
+
+
 PROBE_SYSTEM = "clinconsensus-tasks: judge connectivity check."
 PROBE_MESSAGES: list[dict[str, str]] = [
     {"role": "system", "content": PROBE_SYSTEM},

@@ -62,6 +62,33 @@ def test_extract_choice(answer, letters, expected):
     assert extract_choice(answer, letters) == expected
 
 
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        # What SmolLM2-135M-Instruct wrote for ID1 (tests/real_server): the option list, again and again.
+        ("A. 18导联心电图及心肌肌钙蛋白检测\nB. 胃镜检查\nC. 腹部超声检查\nD. 肺功能检查\nA. 18导联心电图", None),
+        ("A. 胃镜 B. 超声 C. CT D. 肺功能", None),
+        ("(A) 胃镜 (B) 超声", None),
+        ("（A）胃镜；（B）超声", None),
+        ("A、胃镜 B、超声", None),
+        ("Ａ．胃镜。Ｂ．超声。", None),  # full-width labels after Chinese punctuation
+        ("选项：A. 胃镜 B. 超声", None),  # a marker heading the list is no choice
+        ("A. 胃镜 B. 超声 C. CT\n答案：C", "C"),  # the list, then a marker: the marker decides
+        ("A. 胃镜 B. 超声\n我选B", "B"),
+        ("答案：B. 超声", "B"),  # one label is an answer, not a list
+        # SmolLM2 on ID1-004: the list, then the list again from D on, headed 选项: no choice.
+        ("选项：A. 肺功能检查\nB. 纤维支气管镜检查\nC. CTPA\nD. CTPA；CTTA\n\n选项：D. CTPA；CTTA\nD. CTPA；CTTA", None),
+        ("选项：A. 18导联心电图\n\n请以上选项中最合适的一项", "A"),  # one option named, nothing else: rule 3
+        ("应选选项D，因为...", "D"),
+        ("A. 胃镜 B. 超声\n正确选项：B. 超声", "B"),
+        ("B. 超声。A项不对", "B"),  # "A项" is no label: one label, rule 2
+        ("A. 胃镜 A. 胃镜", "A"),  # the same label twice lists nothing else: rule 2
+    ],
+)
+def test_an_answer_that_lists_options_chooses_only_by_a_marker(answer, expected):
+    assert extract_choice(answer, ABCD) == expected
+
+
 def test_marker_not_followed_by_valid_letter_falls_back_to_earlier_marker():
     assert extract_choice("答案：B。以上答案仅供参考", ABCD) == "B"
     assert extract_choice("我选C，答案是E", ABCD) == "C"

@@ -10,7 +10,14 @@ import json
 
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import count_failures, count_met, grade_answer
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import parse_template
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, BATCHED_SYSTEM, PER_CRITERION, PER_CRITERION_SYSTEM, per_criterion_messages
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
+    BATCHED,
+    BATCHED_SYSTEM,
+    PER_CRITERION,
+    PER_CRITERION_SYSTEM,
+    REASK_NOTES,
+    per_criterion_messages,
+)
 
 RUBRICS = [("C1", "是否建议完善心电图"), ("C2", "是否提醒胸痛加重时立即就医"), ("C3", "是否说明阿司匹林剂量为100 mg")]
 
@@ -19,11 +26,13 @@ class ScriptedJudge:
     def __init__(self, replies):
         self.replies = replies  # criterion text -> list of replies (str or Exception), one per attempt
         self.calls = []
+        self.requests = []
 
     async def __call__(self, messages, fresh):
-        user = messages[-1]["content"]
+        user = messages[1]["content"]  # the judge prompt (a re-ask adds the refused reply and a note after it)
         criterion = user.rsplit("【评分标准】\n", 1)[1]
         self.calls.append((criterion, fresh))
+        self.requests.append(messages)
         reply = self.replies[criterion].pop(0)
         if isinstance(reply, Exception):
             raise reply
@@ -59,6 +68,26 @@ def test_per_criterion_reasks_unparseable_then_fails_after_three_attempts():
     ])
 
 
+def test_a_reask_carries_the_refused_reply_and_is_never_a_request_already_answered():
+    # Issue 29: SmolLM2 at temperature 0 answered each identical re-ask with the identical reply
+    # (48 of 79 judge calls for one case bought nothing). A re-ask is now the request, the reply
+    # refused and a note; once the judge repeats a refused reply, the next re-ask would be a
+    # request already sent, and it is not sent.
+    judge = ScriptedJudge({
+        RUBRICS[0][1]: ["不知道", verdict(True)],
+        RUBRICS[1][1]: ["不知道", "不知道"],  # the same refused reply again: no third call
+        RUBRICS[2][1]: [verdict(False)],
+    })
+    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge))
+    assert [(j.met, j.attempts, j.error_kind) for j in out] == [(True, 2, None), (None, 2, "unparseable"), (False, 1, None)]
+    assert out[1].error.endswith("'不知道'; not asked again: the re-ask would repeat a request already answered")
+    first = per_criterion_messages("问题", "回答", RUBRICS[0][1])
+    assert judge.requests[0] == first
+    reask = next(r for r in judge.requests if len(r) > 2 and r[1] == first[1])
+    assert reask == [*first, {"role": "assistant", "content": "不知道"}, {"role": "user", "content": REASK_NOTES[PER_CRITERION]}]
+    assert len(judge.requests) == 5 and len({json.dumps(r, ensure_ascii=False) for r in judge.requests}) == 5
+
+
 def test_transport_error_fails_only_that_criterion():
     judge = ScriptedJudge({
         RUBRICS[0][1]: [verdict(True)],
@@ -84,18 +113,32 @@ def test_a_batched_reply_is_all_or_nothing_and_asked_again_whole():
         return "```json\n" + json.dumps([{"criterion_id": c, "criteria_met": c != "2"} for c in ("1", "2", "3")]) + "\n```"
 
     out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge, mode=BATCHED))
-    assert asked == [(["1", "2", "3"], False), (["1", "2", "3"], True)]
+    assert asked == [(["1", "2", "3"], False), (["1", "2", "3"], True)]  # the re-ask: the same list, the reply refused, a note
     assert [(j.criterion_id, j.met, j.attempts) for j in out] == [("C1", True, 2), ("C2", False, 2), ("C3", True, 2)]
 
 
 def test_a_batched_judge_that_never_gives_a_whole_list_fails_every_criterion():
+    replies = iter(["无法判断", "不能判断", "无法判断"])  # never the same reply twice in a row: three calls
+
     async def judge(messages, fresh):
-        return "无法判断"
+        return next(replies)
 
     out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge, mode=BATCHED))
     assert [(j.met, j.attempts) for j in out] == [(None, 3)] * 3
     assert out[2].error == ("no usable verdict for these criteria (criteria_met occurs 0 time(s); a batched verdict is one list "
                             "with it once per item): '无法判断'")
+
+
+def test_a_batched_judge_repeating_a_refused_reply_is_not_asked_the_same_again():
+    calls = []
+
+    async def judge(messages, fresh):
+        calls.append(messages)
+        return "无法判断"
+
+    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge, mode=BATCHED))
+    assert [(j.met, j.attempts) for j in out] == [(None, 2)] * 3 and len(calls) == 2
+    assert out[0].error.endswith("'无法判断'; not asked again: the re-ask would repeat a request already answered")
 
 
 # -- failure kinds, the circuit breaker and the failure threshold (issue 12) ------------------------
@@ -139,11 +182,11 @@ def test_failures_are_told_apart_by_status_code():
 def test_a_refused_request_is_asked_once_and_recorded_as_such():
     judge = ScriptedJudge({
         RUBRICS[0][1]: [HTTPError(400, "maximum context length exceeded")],
-        RUBRICS[1][1]: ["无法判断", "无法判断", "无法判断"],
+        RUBRICS[1][1]: ["无法判断", "无法判断"],
         RUBRICS[2][1]: [verdict(False)],
     })
     out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge))
-    assert [(j.met, j.error_kind, j.attempts) for j in out] == [(None, "request", 1), (None, "unparseable", 3), (False, None, 1)]
+    assert [(j.met, j.error_kind, j.attempts) for j in out] == [(None, "request", 1), (None, "unparseable", 2), (False, None, 1)]
     assert out[0].error == "HTTPError (HTTP 400): maximum context length exceeded"
 
 
