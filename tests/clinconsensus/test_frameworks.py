@@ -15,7 +15,7 @@ import pytest
 from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.errors import ConfigurationError
-from clinconsensus_tasks.fake_openai_server import FAULT_MALFORMED_ALWAYS, FAULT_MALFORMED_ONCE, candidate_answer, fault_for
+from clinconsensus_tasks.stand_in import FAULT_MALFORMED_ALWAYS, FAULT_MALFORMED_ONCE, candidate_answer, fault_for
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import REPEATED
 
