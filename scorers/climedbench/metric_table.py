@@ -20,7 +20,7 @@ from clinconsensus_tasks.scorers.climedbench.length_deciles import DECILES, deci
 
 # Bumped on any change of prompt, answer parsing or scoring; CHANGELOG.md gets a line for every
 # bump. The Inspect tasks' version and the generated lm-eval YAMLs' metadata.version read it.
-TASK_VERSION = "1.2"
+TASK_VERSION = "1.3"
 
 SCENARIO_METRIC = "{metric}"  # the scenario's own metric: accuracy, kendall_tau, rouge1 or similarity
 
