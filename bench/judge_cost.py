@@ -115,7 +115,8 @@ def inspect_bare_task(data: str, mode: str):
     from inspect_ai.scorer import Score, mean, scorer
     from inspect_ai.solver import generate
 
-    from clinconsensus_tasks.clinconsensus.inspect_task import to_chat, case_to_sample
+    from clinconsensus_tasks.clinconsensus.inspect_task import case_to_sample
+    from clinconsensus_tasks.judge.inspect_calls import to_chat
 
     config = GenerateConfig(temperature=0.0, max_tokens=judge_max_tokens(mode, 30))
 

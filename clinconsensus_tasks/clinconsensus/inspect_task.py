@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from typing import Any, Literal, Sequence
+from typing import Literal, Sequence
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import (
     CachePolicy,
-    ChatMessage,
-    ChatMessageAssistant,
-    ChatMessageSystem,
-    ChatMessageUser,
     ContentReasoning,
     Model,
     ResponseSchema,
@@ -40,24 +36,21 @@ from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.inspect_compat import PrerequisiteError, register_logged_scorer_name
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.judge.input_limit import judge_input_limit, limited
-from clinconsensus_tasks.judge.inspect_server import judge_extra_body, judges_provenance, server_of
-from clinconsensus_tasks.judge.server_info import ServerInfo
+from clinconsensus_tasks.judge.inspect_server import judges_provenance, server_of
 from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
 from clinconsensus_tasks.judge import protocol
 from clinconsensus_tasks.judge.protocol import check_failed
 from clinconsensus_tasks.judge.inspect_calls import (
+    InspectJudges,
+    to_chat,
     CHECK_HINT,
-    RESUME_HINT,
     check_judges_now,
     JudgeFailurePolicy,
     failure_threshold,
-    judge_call_config,
-    judge_connections,
-    judge_text,
     probe_call_config,
     single_client_attempt,
 )
-from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, classify
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import classify
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
 from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize, without_failed_means
@@ -72,17 +65,7 @@ from clinconsensus_tasks.scorers.usage import TokenUsage, total
 from clinconsensus_tasks.judge.provenance import data_provenance
 
 
-def inspect_usage(usage: Any) -> TokenUsage:
-    """One judge call's tokens from Inspect's ``ModelUsage`` (none reported: the call alone)."""
-    if usage is None:
-        return TokenUsage(calls=1)
-    return TokenUsage.from_inspect(usage.input_tokens, usage.output_tokens, usage.input_tokens_cache_read, usage.input_tokens_cache_write)
-
 GRADER_ROLE = "grader"
-# Not per epoch (Inspect's default keys the cache by the epoch too, and `inspect score` runs outside
-# any epoch, so it found none of the verdicts the run obtained): a judge's greedy verdict on the
-# same prompt is the same verdict in every epoch and when re-scoring.
-JUDGE_CACHE = CachePolicy(per_epoch=False)
 # The model under test's answers: per epoch (each epoch is its own answer), so a resumed run pays
 # for none it already has (``generate_with_judge_check``).
 ANSWER_CACHE = CachePolicy(per_epoch=True)
@@ -161,29 +144,11 @@ def _role_summary(records: list[GradedCase], role: str, thresholds: Sequence[int
     return out
 
 
-_KINDS = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
-_SYSTEM_MESSAGES: dict[str, ChatMessage] = {}
-
-
 def judge_roles_per_case() -> int:
     """Judge roles each case's record holds: one judge; a jury's panel and each juror; plus a second judge."""
     graders = model_roles().get(GRADER_ROLE)
     jurors = len(graders) if isinstance(graders, list) and len(graders) > 1 else 0
     return 1 + jurors + (model_roles().get(LOCAL_GRADER_ROLE) is not None)
-
-
-def to_chat(messages: list[dict[str, str]]) -> list[ChatMessage]:
-    """Inspect chat messages; the few distinct system prompts are built once and shared."""
-    out: list[ChatMessage] = []
-    for m in messages:
-        if m["role"] == "system":
-            cached = _SYSTEM_MESSAGES.get(m["content"])
-            if cached is None:
-                cached = _SYSTEM_MESSAGES.setdefault(m["content"], ChatMessageSystem(content=m["content"]))
-            out.append(cached)
-        else:
-            out.append(_KINDS[m["role"]](content=m["content"]))
-    return out
 
 
 def local_grader() -> Model | None:
@@ -314,29 +279,7 @@ def rubric_scorer(
     if judge_structured_output:  # response_format with the verdict's schema; the verdict rule still applies
         decoding["response_schema"] = ResponseSchema(name=VERDICT_SCHEMA_NAME, json_schema=JSONSchema.model_validate(verdict_schema(judge_mode)),
                                                      description=VERDICT_SCHEMA_DESCRIPTION, strict=True)
-    breakers: dict[str, CircuitBreaker] = {}  # per judge model, as lm-eval's client has: a dead juror fails its own calls only
-
-    slots: dict[str, asyncio.Semaphore] = {}  # per judge: calls wait here, before the breaker, not inside Inspect
-
-    def breaker_of(model: Model) -> CircuitBreaker:
-        return breakers.setdefault(str(model), CircuitBreaker(resume_hint=RESUME_HINT))
-
-    def completer(model: Model, spent: list[TokenUsage], server: ServerInfo):
-        single_client_attempt(model, breaker_of(model))  # the breaker sees every HTTP attempt, after the cache
-        extra_body = judge_extra_body(model, server) or None  # thinking off where the server takes it
-        slot = slots.setdefault(str(model), asyncio.Semaphore(judge_connections(model)))
-
-        async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
-            config = judge_call_config(model, **decoding, extra_body=extra_body)
-            # Wait for a connection first: the breaker is asked when a request is really sent
-            # (inspect_calls._guarded), so a call queued while the judge died is never sent, and
-            # a verdict in Inspect's response cache is served whatever the breaker says.
-            async with slot:
-                output = await model.generate(to_chat(messages), config=config, cache=JUDGE_CACHE if judge_cache and not fresh else False)
-            spent.append(inspect_usage(output.usage))
-            return judge_text(output)
-
-        return complete
+    judges = InspectJudges(decoding, judge_cache)  # judge/inspect_calls.py: the Inspect transport
 
     async def score(state: TaskState, target: Target) -> Score:
         graders = resolve_graders(judge_role, allow_self_grading)
@@ -354,8 +297,8 @@ def rubric_scorer(
             server = await server_of(model)  # judge/input_limit.py: the judge's input limit, known before sending
             limit = judge_input_limit(str(model), server, decoding["max_tokens"])
             sent = limit.fit_answer(answer, state.input_text, rubrics, judge_mode, template)
-            graded = await grade_case(str(state.sample_id), state.input_text, sent, rubrics, limited(completer(model, spent, server), limit), str(model),
-                                      judge_mode, max_attempts, slices, state.epoch, template, prompt_info, breaker_of(model))
+            graded = await grade_case(str(state.sample_id), state.input_text, sent, rubrics, limited(judges.completer(model, spent, server), limit), str(model),
+                                      judge_mode, max_attempts, slices, state.epoch, template, prompt_info, judges.breaker_of(model))
             return graded.with_usage(total(spent).to_dict())
 
         graded = await asyncio.gather(*([grade(g) for g in graders] + ([grade(local)] if local is not None else [])))

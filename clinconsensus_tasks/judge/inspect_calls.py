@@ -18,19 +18,31 @@ Here every judge call gets:
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import sys
 from typing import Any, Callable
 
 from inspect_ai.dataset import Sample
-from inspect_ai.model import GenerateConfig, Model, ModelOutput
+from inspect_ai.model import (
+    CachePolicy,
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    ModelOutput,
+)
 from inspect_ai.scorer import SampleScore
 
 from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.inspect_compat import active_generate_config
+from clinconsensus_tasks.judge.inspect_server import judge_extra_body
 from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed
+from clinconsensus_tasks.judge.server_info import ServerInfo
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ENV_FAILURE_THRESHOLD,
     ERROR_REQUEST,
@@ -45,6 +57,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
 )
 from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER, GradedCase, failure_tally
 from clinconsensus_tasks.scorers.redact import hold_secret, hold_url_secrets, redact_exception
+from clinconsensus_tasks.scorers.usage import TokenUsage
 
 JUDGE_CALL_DEFAULTS: dict[str, int] = {"max_retries": 5, "timeout": 600, "attempt_timeout": 180}
 """Per judge call: 5 retries (Inspect backs off from 3 s), at most 600 s in all, 180 s per attempt."""
@@ -257,3 +270,67 @@ class JudgeFailurePolicy:
             raise JudgeFailureError(run.message(self.threshold, RESUME_HINT, THRESHOLD_SETTING)) from None
         return {"planned_judgments": self.planned, "judged": self.tally.judged, "failed_judgments": run.failed,
                 "unjudged": run.judged - self.tally.judged, "threshold": self.threshold}
+
+
+# -- the Inspect transport of the judge protocol --------------------------------------------------
+
+def inspect_usage(usage: Any) -> TokenUsage:
+    """One judge call's tokens from Inspect's ``ModelUsage`` (none reported: the call alone)."""
+    if usage is None:
+        return TokenUsage(calls=1)
+    return TokenUsage.from_inspect(usage.input_tokens, usage.output_tokens, usage.input_tokens_cache_read, usage.input_tokens_cache_write)
+
+# Not per epoch (Inspect's default keys the cache by the epoch too, and `inspect score` runs outside
+# any epoch, so it found none of the verdicts the run obtained): a judge's greedy verdict on the
+# same prompt is the same verdict in every epoch and when re-scoring.
+JUDGE_CACHE = CachePolicy(per_epoch=False)
+_KINDS = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
+_SYSTEM_MESSAGES: dict[str, ChatMessage] = {}
+
+
+def to_chat(messages: list[dict[str, str]]) -> list[ChatMessage]:
+    """Inspect chat messages; the few distinct system prompts are built once and shared."""
+    out: list[ChatMessage] = []
+    for m in messages:
+        if m["role"] == "system":
+            cached = _SYSTEM_MESSAGES.get(m["content"])
+            if cached is None:
+                cached = _SYSTEM_MESSAGES.setdefault(m["content"], ChatMessageSystem(content=m["content"]))
+            out.append(cached)
+        else:
+            out.append(_KINDS[m["role"]](content=m["content"]))
+    return out
+
+
+class InspectJudges:
+    """The judge calls of one scorer through Inspect's model roles: for each judge model a
+    connection slot (calls wait there, before the breaker, not inside Inspect) and a breaker (per
+    model, as lm-eval's client has: a dead juror fails its own calls only); ``decoding`` from
+    ``judge.protocol``; Inspect's response cache unless ``cache`` is off or a re-ask asks fresh."""
+
+    def __init__(self, decoding: dict[str, Any], cache: bool = True):
+        self.decoding, self.cache = decoding, cache
+        self.breakers: dict[str, CircuitBreaker] = {}
+        self.slots: dict[str, asyncio.Semaphore] = {}
+
+    def breaker_of(self, model: Model) -> CircuitBreaker:
+        return self.breakers.setdefault(str(model), CircuitBreaker(resume_hint=RESUME_HINT))
+
+    def completer(self, model: Model, spent: list[TokenUsage], server: ServerInfo) -> Callable[[list[dict[str, str]], bool], Any]:
+        """``complete(messages, fresh) -> text`` of ``model`` (``rubric_grading``'s judge call);
+        each call's tokens are appended to ``spent``."""
+        single_client_attempt(model, self.breaker_of(model))  # the breaker sees every HTTP attempt, after the cache
+        extra_body = judge_extra_body(model, server) or None  # thinking off where the server takes it
+        slot = self.slots.setdefault(str(model), asyncio.Semaphore(judge_connections(model)))
+
+        async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
+            config = judge_call_config(model, **self.decoding, extra_body=extra_body)
+            # Wait for a connection first: the breaker is asked when a request is really sent
+            # (_guarded), so a call queued while the judge died is never sent, and a verdict in
+            # Inspect's response cache is served whatever the breaker says.
+            async with slot:
+                output = await model.generate(to_chat(messages), config=config, cache=JUDGE_CACHE if self.cache and not fresh else False)
+            spent.append(inspect_usage(output.usage))
+            return judge_text(output)
+
+        return complete
