@@ -75,7 +75,7 @@ def _summarize(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, summarize
     from clinconsensus_tasks.scorers.clinconsensus.metric_table import mean_names
 
-    from clinconsensus_tasks.commands.tools import compare_logs
+    from clinconsensus_tasks.commands.tools import compare_records
 
     from clinconsensus_tasks.report.costs import judge_usage, usage_rows
     from clinconsensus_tasks.scorers.usage import parse_prices
@@ -99,7 +99,8 @@ def _summarize(args: argparse.Namespace) -> int:
             local_rows = [r.graded.role_result(SECOND_ROLE) for r in records]
             report[path]["local_judge"] = summarize(local_rows, args.thresholds, args.n_criteria)
             report[path]["local_judge_breakdowns"] = breakdowns(local_rows, args.thresholds, args.n_criteria)
-            report[path]["agreement"] = {k: v for k, v in compare_logs(path, None, args.thresholds).items() if not k.startswith("other/")}
+            compared = compare_records(records, None, args.thresholds, args.n_criteria, where=path)  # the records read above, once
+            report[path]["agreement"] = {k: v for k, v in compared.items() if not k.startswith("other/")}
         panel = jury_summary([r.graded for r in records], args.thresholds, args.n_criteria)
         if panel:
             report[path]["jury"] = panel
@@ -255,7 +256,7 @@ def _judge_settings(args: argparse.Namespace):
 def _compare(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.commands.tools import compare_logs
 
-    report = compare_logs(args.reference, args.other, args.thresholds)
+    report = compare_logs(args.reference, args.other, args.thresholds, args.n_criteria)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:
@@ -417,6 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("other", nargs="?", help="a second log of the same answers (another judge or judge mode); "
                                            "default: the second judge of a dual-judge reference log")
     thresholds(p)
+    p.add_argument("--n-criteria", type=int, default=30, help="criteria per case (N in CACS@k)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_compare)
 

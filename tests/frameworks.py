@@ -112,3 +112,12 @@ def run_lmeval_tasks(base_url: str, tasks, model: str = "cand-model") -> dict:
         log_samples=True,
         bootstrap_iters=0,
     )
+
+
+def write_lmeval_samples(results: dict, path: Path, task: str = "clinconsensus") -> Path:
+    """lm-eval's ``--log_samples`` file of an in-process run (``results["samples"]``), as lm-eval writes it."""
+    import json
+
+    path.write_text("".join(json.dumps({**s, "filtered_resps": [str(r) for r in s["filtered_resps"]]}, ensure_ascii=False, default=str) + "\n"
+                            for s in results["samples"][task]), encoding="utf-8")
+    return path

@@ -34,6 +34,7 @@ from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_policy, judge_documents, panel_from_env
 from clinconsensus_tasks.judge.official_template import prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
+from clinconsensus_tasks.clinconsensus.logs import JUDGED_ANSWER
 from clinconsensus_tasks.clinconsensus.lmeval_judge import DOC_FIELD, LOCAL_GRADER, ClinConsensusTask, doc_field, docs_env, judge_mode, judge_prompt_of  # noqa: F401 (the YAMLs' class)
 from clinconsensus_tasks.judge.provenance import data_provenance, judge_provenance, jurors_provenance
 from clinconsensus_tasks.lmeval_glue import first_responses, quiet_custom_dataset_hint
@@ -154,7 +155,8 @@ def _judge_all(resps: Sequence[Sequence[str]], docs: Sequence[dict], dual: bool)
     provenance: dict[str, Any] = {"provenance": jurors_provenance([(j.model, j.base_url) for j in panel], mode, prompt)}
     if local is not None:
         provenance["local_provenance"] = judge_provenance(local.model, local.base_url, mode, prompt)
-    return [json.dumps({**_noted(r, v).to_dict(), **provenance}, ensure_ascii=False) for r, v in zip(records, seen)]
+    # Each record carries the answer the judge saw (thinking removed unless asked), as Inspect's score does.
+    return [json.dumps({**_noted(r, v).to_dict(), JUDGED_ANSWER: v.text, **provenance}, ensure_ascii=False) for r, v in zip(records, seen)]
 
 
 # -- 4. per-case values and aggregations ---------------------------------------------------------

@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from clinconsensus_tasks.errors import DataValidationError
+from clinconsensus_tasks.scorers.clinconsensus.answers import visible_answer
 from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER, GradedCase
 
+# The answer as the judge saw it, in an lm-eval record beside the verdicts (Inspect: the score's answer).
+JUDGED_ANSWER = "judged_answer"
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class LoggedCase:
 
     graded: GradedCase
     question: str = ""
-    answer: str = ""
+    answer: str = ""  # the answer the judge saw: a reasoning model's thinking removed unless the run sent it
     rubrics: list[tuple[str, str]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)  # the case's labels (subject, task, ...)
     where: str = ""  # file and line/sample, for messages
@@ -56,8 +59,11 @@ def _lmeval_cases(path: Path) -> Iterator[LoggedCase]:
                 filtered = sample["filtered_resps"]
                 stored = json.loads(filtered[0] if isinstance(filtered, list) else filtered)
                 graded = GradedCase.from_dict(stored, where)
-                resps = sample.get("resps") or [[""]]
-                answer = resps[0][0] if isinstance(resps[0], list) else resps[0]
+                if JUDGED_ANSWER in stored:
+                    answer = stored[JUDGED_ANSWER]
+                else:  # written before records carried it: the response as the judge saw it by default (no thinking)
+                    resps = sample.get("resps") or [[""]]
+                    answer = visible_answer(resps[0][0] if isinstance(resps[0], list) else resps[0], False).text
             except (KeyError, IndexError, TypeError, ValueError) as exc:
                 raise DataValidationError([f"{where}: not a clinconsensus lm-eval sample record ({type(exc).__name__}: {exc})"]) from exc
             yield LoggedCase(graded, str(doc.get("question", "")), str(answer), _rubrics(doc), doc, where, _provenance(stored))

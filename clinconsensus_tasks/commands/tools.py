@@ -18,6 +18,7 @@ from typing import Any, Iterable, Sequence
 from clinconsensus_tasks.errors import DataValidationError
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.scorers.agreement import Confusion, verdict_report
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics, pair_verdicts
@@ -50,21 +51,30 @@ def _pair_records(reference: Sequence[LoggedCase], other: Sequence[LoggedCase], 
     return pairs
 
 
-def compare_logs(reference_log: str, other_log: str | None = None, thresholds: Sequence[int] = (7, 10)) -> dict[str, float]:
-    """Agreement of two judges or judge modes on the same answers.
-
-    With one log of a dual-judge run: its reference judge against its local judge. With two logs
-    (for example ``per_criterion`` and ``batched`` grading of the same answers, see ``rescore``):
-    the first against the second.
-    """
+def compare_logs(reference_log: str, other_log: str | None = None, thresholds: Sequence[int] = (7, 10),
+                 n_criteria: int = DEFAULT_N_CRITERIA) -> dict[str, float]:
+    """Agreement of two judges or judge modes on the same answers, read from their logs
+    (:func:`compare_records`)."""
     reference = read_case_records(reference_log)
-    if other_log is None:
+    return compare_records(reference, None if other_log is None else read_case_records(other_log), thresholds, n_criteria,
+                           where=reference_log)
+
+
+def compare_records(reference: Sequence[LoggedCase], other: Sequence[LoggedCase] | None = None, thresholds: Sequence[int] = (7, 10),
+                    n_criteria: int = DEFAULT_N_CRITERIA, where: str = "") -> dict[str, float]:
+    """Agreement of two judges or judge modes on the same answers, from records a reader made.
+
+    With one run's records of a dual-judge run: its reference judge against its local judge. With
+    two (for example ``per_criterion`` and ``batched`` grading of the same answers, see
+    ``rescore``): the first against the second. ``n_criteria`` is N in CACS.
+    """
+    if other is None:
         if not any(r.graded.dual for r in reference):
-            raise DataValidationError([f"{reference_log}: graded by one judge only; give a second log to compare with"])
+            raise DataValidationError([f"{where or 'the run'}: graded by one judge only; give a second log to compare with"])
         pairs = _pair_records(reference, reference, other_local=True)
     else:
-        pairs = _pair_records(reference, read_case_records(other_log))
-    return comparison_metrics(pairs, thresholds, prefix="other")
+        pairs = _pair_records(reference, other)
+    return comparison_metrics(pairs, thresholds, n_criteria, prefix="other")
 
 
 # -- agreement with human labels ------------------------------------------------------------------
@@ -160,9 +170,11 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
     cases: dict[str, set[str]] = {"train": set(), "dev": set()}
     skipped = duplicates = 0
     judges: set[str] = set()
+    templates: dict[tuple[str, str], Any] = {}
     for log in logs:
         for record in read_case_records(log):
             graded = record.graded
+            template = judged_with(record, templates)
             verdicts = graded.roles.get(SECOND_ROLE) if judge == "local" else graded.headline
             judgments = verdicts.judgments if verdicts else ()
             judges.add(verdicts.judge if verdicts else "")
@@ -174,7 +186,8 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
                 if j.met is None or j.attempts == 0:  # failed, or an empty answer nobody judged
                     skipped += 1
                     continue
-                messages = per_criterion_messages(record.question, record.answer, criteria[j.criterion_id])
+                text = criteria[j.criterion_id]
+                messages = template.messages(record.question, record.answer, text) if template else per_criterion_messages(record.question, record.answer, text)
                 verdict = json.dumps({"explanation": j.explanation, "criteria_met": j.met}, ensure_ascii=False)
                 line = json.dumps({"case_id": case_id, "criterion_id": j.criterion_id,
                                    "messages": messages + [{"role": "assistant", "content": verdict}]}, ensure_ascii=False)
@@ -191,7 +204,8 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         files[split] = {"path": str(path), "records": len(lines), "cases": len(cases[split]), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
     manifest = {
-        "format": "chat messages (system, user, assistant verdict JSON), the per-criterion judge prompt",
+        "format": "chat messages (the per-criterion judge prompt each case was judged with, then the verdict JSON)",
+        "judge_prompts": sorted({f"{name} sha256 {sha}" for name, sha in templates}),
         "judge": judge,
         "judge_models": sorted(j for j in judges if j),
         "sources": [{"path": str(p), "sha256": hashlib.sha256(Path(p).read_bytes()).hexdigest()} for p in logs],
@@ -203,6 +217,27 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
     }
     (output / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     return manifest
+
+
+def judged_with(record: LoggedCase, templates: dict[tuple[str, str], Any]) -> Any:
+    """The per-criterion template ``record`` was judged with (``None``: the project's prompt), as
+    its record names it, rebuilt and checked against the recorded sha256 (``templates`` keeps the
+    ones built). A batched record, or a prompt that cannot be rebuilt as it was, is an error."""
+    from clinconsensus_tasks.judge.official_template import PROJECT, load_judge_prompt, prompt_record
+
+    info = record.graded.judge_prompt
+    name, sha = info.get("judge_prompt", ""), info.get("judge_prompt_sha256", "")
+    if record.graded.judge_mode != PER_CRITERION:
+        raise DataValidationError([f"{record.where}: judged in {record.graded.judge_mode} mode: export-sft exports per-criterion "
+                                   "verdicts with the prompt they were given; re-grade per criterion first (rescore)"])
+    if (name, sha) not in templates:
+        template = None if name in ("", PROJECT) else load_judge_prompt(name, PER_CRITERION)
+        rebuilt = prompt_record(template, PER_CRITERION)["judge_prompt_sha256"]
+        if sha and rebuilt != sha:
+            raise DataValidationError([f"{record.where}: judged with prompt {name!r} (sha256 {sha}), but that prompt now has sha256 "
+                                       f"{rebuilt}: export-sft cannot rebuild the prompt the judge saw"])
+        templates[(name, sha)] = template
+    return templates[(name, sha)]
 
 
 # -- re-grading stored answers ----------------------------------------------------------------------

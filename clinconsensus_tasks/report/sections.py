@@ -1,7 +1,7 @@
 """The report's sections: tables, charts and notes, built from the runs (``report.runs``).
 
 Every number is computed by the project's scoring core (``scorers.clinconsensus.cacs`` and its
-metric table, ``scorers.climedbench``, ``commands.tools.compare_logs``) from the records the log
+metric table, ``scorers.climedbench``, ``commands.tools.compare_records``) from the records the log
 readers return, so the report equals what the frameworks logged; the leaderboard's columns are
 the metric table's (a metric added there appears here). The bootstrap intervals score every
 resample with the same core.
@@ -163,14 +163,15 @@ AGREEMENT_COLUMNS = ("agreement/percent", "agreement/kappa", "agreement/macro_f1
 
 
 def agreement_table(runs: Sequence[ClinRun]) -> Table:
-    """Reference judge against the local judge, for dual-judge runs (``commands.tools.compare_logs``)."""
-    from clinconsensus_tasks.commands.tools import compare_logs
+    """Reference judge against the local judge, for dual-judge runs (``commands.tools.compare_records``,
+    on the records the report read)."""
+    from clinconsensus_tasks.commands.tools import compare_records
 
     rows = []
     for run in runs:
         if not run.dual:
             continue
-        metrics = compare_logs(run.path)
+        metrics = compare_records(run.records, None, n_criteria=run.n_criteria, where=run.path)
         judges = run.meta.get("judges") or [run.records[0].graded.judge, run.records[0].graded.roles[SECOND_ROLE].judge]
         cells = [_f(metrics.get(c)) for c in AGREEMENT_COLUMNS[:-1]] + [str(int(metrics.get(AGREEMENT_COLUMNS[-1], 0)))]
         rows.append([run.name, " vs ".join(judges), *cells])

@@ -76,8 +76,17 @@ def test_judge_grades_the_reply_without_thinking_in_both_frameworks(fake_server,
     assert {k: inspect_metrics[k] for k in HEADLINE} == expected
     assert log.samples[0].scores["rubric_scorer"].metadata["thinking_removed"] is True
     assert log.plan.config.max_tokens == ANSWER_MAX_TOKENS  # the limit the candidate was asked with
-    _, lmeval_metrics = run_lmeval(fake_server.base_url, candidate="thinker-model")
+    results, lmeval_metrics = run_lmeval(fake_server.base_url, candidate="thinker-model")
     assert {k: lmeval_metrics[k] for k in HEADLINE} == expected
+    # The tools (rescore, audit, export-sft) read the answer the judge saw from either framework's
+    # records: the reply without the thinking, the same text from both.
+    from clinconsensus_tasks.clinconsensus.logs import read_case_records
+    from frameworks import write_lmeval_samples
+
+    samples = write_lmeval_samples(results, tmp_path / "samples_clinconsensus.jsonl")
+    seen = {r.graded.case_id: r.answer for r in read_case_records(samples)}
+    assert seen == {r.graded.case_id: r.answer for r in read_case_records(log.location)}
+    assert seen == {c.case_id: candidate_answer(c.question) for c in load_cases("sample").cases}
 
     # With the flag, the judge sees the thinking too: verdicts on the whole text.
     log = inspect_eval(clinconsensus(data="sample", judge_sees_thinking=True), model="openai-api/cand/thinker-model",

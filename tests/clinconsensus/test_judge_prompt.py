@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
+
 from clinconsensus_tasks.scorers.clinconsensus.cacs import mean
 from clinconsensus_tasks.clinconsensus.dataset import load_cases, sample_path
-from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.errors import ConfigurationError, DataValidationError
 from clinconsensus_tasks.stand_in import candidate_answer, oracle_verdict, template_pattern
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, official_template, prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import TemplateError, check_placeholders, parse_template
@@ -222,6 +223,19 @@ def test_judge_receives_exactly_the_filled_template_in_both_frameworks(fake_serv
                                for s in results["samples"]["clinconsensus"]), encoding="utf-8")
     record = json.loads(json.loads(samples.read_text(encoding="utf-8").splitlines()[0])["filtered_resps"][0])
     assert record["judge_prompt_sha256"] == sha256(TEMPLATE)
+
+    # export-sft: the prompt each case was judged with (the template file, checked by its sha256),
+    # the same records from both frameworks' logs (the second's are all duplicates).
+    from clinconsensus_tasks.commands.tools import export_sft
+
+    manifest = export_sft([log.location, str(samples)], tmp_path / "sft", dev_share=0.0)
+    assert manifest["judge_prompts"] == [f"{template_file} sha256 {sha256(TEMPLATE)}"] and manifest["duplicates_dropped"] == 360
+    exported = [json.loads(x) for x in (tmp_path / "sft" / "train.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert Counter(r["messages"][0]["content"] for r in exported) == expected_messages
+    template_file.write_text(TEMPLATE + " ", encoding="utf-8")  # edited since: not the prompt the judge saw
+    with pytest.raises(DataValidationError, match="export-sft cannot rebuild the prompt the judge saw"):
+        export_sft([log.location], tmp_path / "sft2")
+    template_file.write_text(TEMPLATE, encoding="utf-8")
 
     # export-official: one <model>_judge.json per run in the data's order, ids as strings.
     out = tmp_path / "official"
