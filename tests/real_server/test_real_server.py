@@ -1,0 +1,54 @@
+"""Both frameworks against a server the project did not write: llama.cpp's OpenAI-compatible
+server (``llama-cpp-python[server]``) serving SmolLM2-135M-Instruct (see ``conftest.py``).
+
+What a real server and a real (tiny) model do with our requests is seen here, not assumed: its chat
+template, its tokenizer, its sampling at temperature 0 with a seed, its error bodies. Run with
+``bash .ci/realserver`` (installs the ``realserver`` extra, builds llama.cpp: minutes).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from real_server.conftest import MODEL, point_at
+
+pytestmark = pytest.mark.realserver
+
+LIMIT = 4
+MAX_TOKENS = 128  # the tiny model loops on some questions: a bounded answer keeps the tier in minutes
+# A line or clause that starts an option label ("A. ...", "B、..."): an independent reading of "lists the options".
+OPTION_LABEL = re.compile(r"(?:^|[\s。；;])([A-E])\s*[.、:：)]", re.MULTILINE)
+
+
+def test_climedbench_id1_same_answers_and_numbers_in_both_frameworks(llama_server, real_env, tmp_path):
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.climedbench.inspect_task import climedbench_id1
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
+
+    point_at(real_env, llama_server, llama_server)
+    log = inspect_eval(climedbench_id1(), model=f"openai-api/cand/{MODEL}", limit=LIMIT, max_tokens=MAX_TOKENS,
+                       log_dir=str(tmp_path / "inspect"), display="none")[0]
+    assert log.status == "success", log.error
+    inspect_metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
+    inspect_answers = {str(s.metadata["item"]["id"]): s.output.completion for s in log.samples}
+
+    results = simple_evaluate(tasks=["climedbench_id1"], model="local-chat-completions", limit=LIMIT, log_samples=True,
+                              model_args={"model": MODEL, "base_url": f"{llama_server.base_url}/chat/completions", "num_concurrent": 1},
+                              apply_chat_template=True, bootstrap_iters=0, gen_kwargs=f"max_gen_toks={MAX_TOKENS}")
+    lm = results["results"]["climedbench_id1"]
+    samples = results["samples"]["climedbench_id1"]
+    lmeval_answers = {str(s["doc"]["id"]): s["resps"][0][0] for s in samples}
+
+    # The same requests get the same answers from the real server (temperature 0, seed), so the same numbers.
+    assert lmeval_answers == inspect_answers and len(lmeval_answers) == LIMIT
+    assert inspect_metrics["accuracy"] == lm["accuracy,answer"] and inspect_metrics["parse_failure"] == lm["parse_failure,answer"]
+    # An answer that only goes through the options, with no answer marker, is no choice.
+    for sample in log.samples:
+        answer = sample.output.completion
+        listed = {m.group(1) for m in OPTION_LABEL.finditer(answer)}
+        if len(listed) >= 2 and not re.search(r"答案|正确选项|选择|answer", answer, re.IGNORECASE):
+            assert sample.scores["climedbench_scorer"].value["parsed"] == 0, answer
+    print(f"\n[real server] started in {llama_server.started_in:.1f} s; answers: {list(inspect_answers.values())}")
