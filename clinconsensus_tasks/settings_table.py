@@ -108,7 +108,7 @@ SETTINGS: tuple[Setting, ...] = (
     _judge("TIMEOUT", "float", "120", "seconds per judge request", "(--timeout)"),
     _judge("MAX_TOKENS", "int", "512", "verdict length per criterion (batched mode: 96 per criterion)", "judge_max_tokens"),
     _judge("EXTRA_BODY", "json", "{}", "a JSON object merged into every judge request", "(the role's model config: extra_body)"),
-    _judge("SERVER", "str", "auto", "`auto` (ask GET /v1/models), `vllm`, `sglang` or `openai`", "(the provider: vllm/, sglang/, openai-api/)"),
+    _judge("SERVER", "str", "auto", "`auto` (ask GET /v1/models), `vllm`, `sglang`, `openai` or `llamacpp`", "(the provider: vllm/, sglang/, openai-api/)"),
     _judge("STRUCTURED_OUTPUT", "bool", "false", "send response_format with the verdict's JSON schema", "judge_structured_output"),
     _judge("BATCH", "bool", "false", "first attempts through the provider's batch API at half price", "(--batch)"),
     # -- CliMedBench --

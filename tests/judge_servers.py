@@ -7,7 +7,11 @@ Its ``GET /v1/models`` answers in one of two real shapes:
   refuses (400) a request whose estimated prompt does not fit ``max_model_len`` with its
   ``max_tokens``;
 * ``openai``: as OpenAI's API answers (``owned_by: "openai"``, no length), and, as that API does,
-  it refuses (400) a request carrying a field the API does not know (``chat_template_kwargs``).
+  it refuses (400) a request carrying a field the API does not know (``chat_template_kwargs``);
+* ``llamacpp``: as llama-cpp-python's server answers (``owned_by: "me"`` with a ``permissions``
+  list), and, as that server does (tests/real_server/ meets the real one), it refuses a
+  ``response_format`` of type ``json_schema`` (HTTP 500 there; 400 here), taking only ``text`` and
+  ``json_object`` (with an optional ``schema``).
 """
 
 from __future__ import annotations
@@ -74,11 +78,16 @@ class ServerFront(LoopbackServer):
 
     def models(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"id": "any", "object": "model", "owned_by": self.kind}
+        if self.kind == "llamacpp":
+            entry.update(owned_by="me", permissions=[])
         if self.kind == "vllm" and self.max_model_len:
             entry["max_model_len"] = self.max_model_len
         return {"object": "list", "data": [entry]}
 
     def problem(self, body: dict[str, Any]) -> str:
+        form = (body.get("response_format") or {}).get("type")
+        if self.kind == "llamacpp" and form not in (None, "text", "json_object"):
+            return f"response_format type {form!r} is not supported"
         if self.kind == "openai":
             unknown = sorted(set(body) - OPENAI_FIELDS)
             return f"Unrecognized request argument supplied: {', '.join(unknown)}" if unknown else ""

@@ -20,6 +20,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
 )
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
     per_criterion_messages,
+    verdict_schema,
 )
 from judge_servers import ServerFront
 
@@ -38,13 +39,13 @@ CASES = 2
 RELEASED = "skylenage/ClinConsensus-Judge-8B"
 
 
-def run_inspect(front, judge, tmp_path):
+def run_inspect(front, judge, tmp_path, **task_args):
     from inspect_ai import eval as inspect_eval
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
 
     os.environ["FRONT_BASE_URL"], os.environ["FRONT_API_KEY"] = front.base_url, "test-key"
-    log = inspect_eval(clinconsensus(data="sample"), model="openai-api/cand/cand-model",
+    log = inspect_eval(clinconsensus(data="sample", **task_args), model="openai-api/cand/cand-model",
                        model_roles={"grader": f"openai-api/front/{judge}"}, log_dir=str(tmp_path / "logs"),
                        display="none", limit=CASES)[0]
     assert log.status == "success", log.error
@@ -85,6 +86,40 @@ def test_server_kind_and_thinking_switch_from_models_listing():
     assert with_thinking_off(vllm, {"top_k": 1}) == {"top_k": 1, "chat_template_kwargs": {"enable_thinking": False}}
     assert with_thinking_off(vllm, {"chat_template_kwargs": {"enable_thinking": True}}) == {"chat_template_kwargs": {"enable_thinking": True}}
     assert with_thinking_off(ServerInfo("openai"), {}) == {}
+
+
+def test_structured_output_in_the_form_each_server_takes():
+    from clinconsensus_tasks.judge.protocol import response_format
+
+    llamacpp = read_models({"data": [{"id": "smollm2", "object": "model", "owned_by": "me", "permissions": []}]}, "smollm2")
+    assert llamacpp == ServerInfo("llamacpp", None)
+    assert read_models({"data": [{"id": "m", "owned_by": "llamacpp"}]}, "m").kind == "llamacpp"
+    assert read_models({"data": [{"id": "m", "owned_by": "me"}]}, "m").kind == "openai"  # "me" alone names nobody
+    assert response_format("llamacpp", "per_criterion") == {"type": "json_object", "schema": verdict_schema("per_criterion")}
+    for kind in ("openai", "vllm", "sglang"):
+        assert response_format(kind, "per_criterion")["type"] == "json_schema"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["llamacpp", "openai"])
+def test_structured_output_reaches_each_server_in_its_form_from_both_frameworks(fake_server, tmp_path, monkeypatch, kind):
+    # The judge asks for the verdict's schema; a llama.cpp server refuses OpenAI's json_schema form.
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_STRUCTURED_OUTPUT", "1")
+    with ServerFront(fake_server.base_url, kind) as front:
+        inspect_metrics, inspect_reasons = run_inspect(front, "judge-model", tmp_path, judge_structured_output=True)
+        inspect_bodies = front.judge_bodies()
+        front.bodies.clear()
+        lmeval_metrics, lmeval_reasons, _ = run_lmeval(front, "judge-model")
+        lmeval_bodies = front.judge_bodies()
+    forms = {json.dumps(b["response_format"], sort_keys=True) for b in inspect_bodies + lmeval_bodies}
+    want = {"type": "json_object", "schema": verdict_schema("per_criterion")} if kind == "llamacpp" else None
+    assert len(forms) == 1 and len(inspect_bodies) == len(lmeval_bodies) == 30 * CASES
+    if want is not None:
+        assert json.loads(forms.pop()) == want
+    else:
+        assert json.loads(forms.pop())["type"] == "json_schema"
+    assert front.refused == [] and inspect_reasons == lmeval_reasons == []
+    assert inspect_metrics["cacs@10"] == lmeval_metrics["cacs@10"]
 
 
 def test_input_limit_rule():

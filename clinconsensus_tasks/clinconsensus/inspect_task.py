@@ -279,7 +279,7 @@ def rubric_scorer(
     if judge_structured_output:  # response_format with the verdict's schema; the verdict rule still applies
         decoding["response_schema"] = ResponseSchema(name=VERDICT_SCHEMA_NAME, json_schema=JSONSchema.model_validate(verdict_schema(judge_mode)),
                                                      description=VERDICT_SCHEMA_DESCRIPTION, strict=True)
-    judges = InspectJudges(decoding, judge_cache)  # judge/inspect_calls.py: the Inspect transport
+    judges = InspectJudges(decoding, judge_cache, judge_mode)  # judge/inspect_calls.py: the Inspect transport
 
     async def score(state: TaskState, target: Target) -> Score:
         graders = resolve_graders(judge_role, allow_self_grading)

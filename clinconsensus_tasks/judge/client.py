@@ -27,9 +27,8 @@ from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.settings_table import GRADER, ROLE_ENV_PREFIX
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
 from clinconsensus_tasks.judge.input_limit import judge_input_limit, limited
-from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed, decoding, openai_client
+from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed, decoding, openai_client, response_format
 from clinconsensus_tasks.judge.official_template import prompt_record
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import openai_response_format
 from clinconsensus_tasks.judge.server_info import AUTO, ask_server, check_kind, with_thinking_off
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     DEFAULT_FAILURE_THRESHOLD,
@@ -290,7 +289,7 @@ async def judge_documents(
     server = await asyncio.to_thread(ask_server, settings.base_url, settings.api_key, settings.model, settings.server)
     settings = replace(settings, extra_body=with_thinking_off(server, settings.extra_body))
     if settings.structured_output:  # the verdict rule reads these replies like any other
-        settings = replace(settings, extra_body={**settings.extra_body, "response_format": openai_response_format(mode)})
+        settings = replace(settings, extra_body={**settings.extra_body, "response_format": response_format(server.kind, mode)})
     batch, paid = await prefill_by_batch(answers, docs, settings, mode, template) if settings.batch else ({}, {})
     client = JudgeClient(settings, paid=paid)
     prompt_info = prompt_record(template, mode)

@@ -41,8 +41,8 @@ from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.inspect_compat import active_generate_config
 from clinconsensus_tasks.judge.inspect_server import judge_extra_body
-from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed
-from clinconsensus_tasks.judge.server_info import ServerInfo
+from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed, response_format
+from clinconsensus_tasks.judge.server_info import LLAMA_CPP, ServerInfo
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ENV_FAILURE_THRESHOLD,
     ERROR_REQUEST,
@@ -308,8 +308,8 @@ class InspectJudges:
     model, as lm-eval's client has: a dead juror fails its own calls only); ``decoding`` from
     ``judge.protocol``; Inspect's response cache unless ``cache`` is off or a re-ask asks fresh."""
 
-    def __init__(self, decoding: dict[str, Any], cache: bool = True):
-        self.decoding, self.cache = decoding, cache
+    def __init__(self, decoding: dict[str, Any], cache: bool = True, mode: str = ""):
+        self.decoding, self.cache, self.mode = decoding, cache, mode
         self.breakers: dict[str, CircuitBreaker] = {}
         self.slots: dict[str, asyncio.Semaphore] = {}
 
@@ -322,9 +322,13 @@ class InspectJudges:
         single_client_attempt(model, self.breaker_of(model))  # the breaker sees every HTTP attempt, after the cache
         extra_body = judge_extra_body(model, server) or None  # thinking off where the server takes it
         slot = self.slots.setdefault(str(model), asyncio.Semaphore(judge_connections(model)))
+        decoding = dict(self.decoding)
+        if "response_schema" in decoding and server.kind == LLAMA_CPP:  # its server's own form (judge.protocol)
+            del decoding["response_schema"]
+            extra_body = {**(extra_body or {}), "response_format": response_format(server.kind, self.mode)}
 
         async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
-            config = judge_call_config(model, **self.decoding, extra_body=extra_body)
+            config = judge_call_config(model, **decoding, extra_body=extra_body)
             # Wait for a connection first: the breaker is asked when a request is really sent
             # (_guarded), so a call queued while the judge died is never sent, and a verdict in
             # Inspect's response cache is served whatever the breaker says.

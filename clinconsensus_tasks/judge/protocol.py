@@ -23,7 +23,7 @@ from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_MESSAGES
 from clinconsensus_tasks.scorers.redact import redact
 
-__all__ = ["PROBE_MAX_TOKENS", "PROBE_MESSAGES", "check_failed", "decoding", "openai_client"]
+__all__ = ["PROBE_MAX_TOKENS", "PROBE_MESSAGES", "check_failed", "decoding", "openai_client", "response_format"]
 
 PROBE_MAX_TOKENS = 8  # the judge check asks for a word, not a verdict
 
@@ -32,6 +32,19 @@ def decoding(max_tokens: int, extra_body: Mapping[str, Any] | None = None) -> di
     """The decoding settings of one judge call: greedy, ``max_tokens`` new tokens, and the judge's
     ``extra_body`` (thinking switch, ``response_format``) merged in."""
     return {"temperature": 0.0, "max_tokens": max_tokens, **dict(extra_body or {})}
+
+
+def response_format(server_kind: str, mode: str) -> dict[str, Any]:
+    """The ``response_format`` that asks the judge's server for the verdict's JSON schema, in the
+    form that server takes: OpenAI's ``json_schema`` (hosted APIs, vLLM, SGLang), or llama.cpp's
+    ``json_object`` with a ``schema``, which its server enforces with a grammar (it answers the
+    ``json_schema`` form with HTTP 500)."""
+    from clinconsensus_tasks.judge.server_info import LLAMA_CPP
+    from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import openai_response_format, verdict_schema
+
+    if server_kind == LLAMA_CPP:
+        return {"type": "json_object", "schema": verdict_schema(mode)}
+    return openai_response_format(mode)
 
 
 def check_failed(judge: str, where: str, reason: str, hint: str) -> ConfigurationError:

@@ -8,8 +8,10 @@ So the field is sent exactly when the server is known to take it, and never othe
 
 How the kind is known: the setting ``CLINCONSENSUS_JUDGE_SERVER`` (``CLINCONSENSUS_LOCAL_JUDGE_SERVER``
 for the second judge; ``--metadata`` ``judge_server`` in lm-eval) when set to ``vllm``, ``sglang``
-or ``openai``; else (``auto``) the server's ``GET /v1/models``: vLLM and SGLang name themselves in
-``owned_by`` and report the context length as ``max_model_len``. A server that does not answer,
+``openai`` or ``llamacpp``; else (``auto``) the server's ``GET /v1/models``: vLLM and SGLang name
+themselves in ``owned_by`` and report the context length as ``max_model_len``; llama.cpp's server
+says ``llamacpp``, llama-cpp-python's ``me`` with a ``permissions`` list. The kind also picks the
+form of structured output (``judge.protocol.response_format``). A server that does not answer,
 or answers in another shape, is treated as a hosted API: nothing is added to the request.
 """
 
@@ -23,10 +25,10 @@ from typing import Any
 
 from clinconsensus_tasks.errors import ConfigurationError
 
-AUTO, VLLM, SGLANG, OPENAI = "auto", "vllm", "sglang", "openai"
+AUTO, VLLM, SGLANG, OPENAI, LLAMA_CPP = "auto", "vllm", "sglang", "openai", "llamacpp"
 STAND_IN = "stand-in"  # the project's own stand-in server (demo, tests): requests as to a hosted API
 STAND_IN_OWNER = "clinconsensus-stand-in"  # what it says in ``owned_by``
-SERVER_KINDS = (AUTO, VLLM, SGLANG, OPENAI)
+SERVER_KINDS = (AUTO, VLLM, SGLANG, OPENAI, LLAMA_CPP)
 TAKES_CHAT_TEMPLATE_KWARGS = (VLLM, SGLANG)
 THINKING_OFF = {"enable_thinking": False}
 ASK_TIMEOUT = 10.0
@@ -58,6 +60,8 @@ def read_models(listing: Mapping[str, Any], model: str) -> ServerInfo:
     entry = next((e for e in entries if e.get("id") == model), entries[0] if entries else {})
     owner = str(entry.get("owned_by") or "").lower()
     kind = owner if owner in TAKES_CHAT_TEMPLATE_KWARGS else STAND_IN if owner == STAND_IN_OWNER else OPENAI
+    if owner == "llamacpp" or (owner == "me" and "permissions" in entry):  # llama.cpp's server; llama-cpp-python's
+        kind = LLAMA_CPP
     length = entry.get("max_model_len")
     return ServerInfo(kind, length if isinstance(length, int) and length > 0 else None)
 
