@@ -52,3 +52,63 @@ def test_climedbench_id1_same_answers_and_numbers_in_both_frameworks(llama_serve
         if len(listed) >= 2 and not re.search(r"答案|正确选项|选择|answer", answer, re.IGNORECASE):
             assert sample.scores["climedbench_scorer"].value["parsed"] == 0, answer
     print(f"\n[real server] started in {llama_server.started_in:.1f} s; answers: {list(inspect_answers.values())}")
+
+
+def clinconsensus_both(server, real_env, tmp_path, structured: bool):
+    """One ClinConsensus case answered and judged by the real model, in Inspect then lm-eval:
+    (Inspect log, Inspect record, lm-eval record or the JudgeFailureError lm-eval raised)."""
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
+    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
+
+    from inspect_ai.model import GenerateConfig, get_model
+
+    point_at(real_env, server, server)
+    # llama-cpp-python's server answers one request at a time: more in flight only wait in its queue
+    # until the client's time-out, and are sent again. One connection, in both frameworks.
+    real_env.setenv("CLINCONSENSUS_JUDGE_CONCURRENCY", "1")
+    real_env.setenv("CLINCONSENSUS_DATA", "sample")
+    real_env.setenv("CLINCONSENSUS_JUDGE_MAX_TOKENS", str(JUDGE_MAX_TOKENS))
+    real_env.setenv("CLINCONSENSUS_JUDGE_STRUCTURED_OUTPUT", "1" if structured else "0")
+    log = inspect_eval(clinconsensus(data="sample", judge_max_tokens=JUDGE_MAX_TOKENS, judge_structured_output=structured),
+                       model=f"openai-api/cand/{MODEL}", limit=1, max_tokens=MAX_TOKENS, max_connections=1,
+                       model_roles={"grader": get_model(f"openai-api/judge/{MODEL}", config=GenerateConfig(max_connections=1), memoize=False)},
+                       log_dir=str(tmp_path / "inspect"), display="none")[0]
+    record = log.samples[0].scores["rubric_scorer"].metadata
+    try:
+        results = simple_evaluate(tasks=["clinconsensus"], model="local-chat-completions", limit=1, log_samples=True,
+                                  model_args={"model": MODEL, "base_url": f"{server.base_url}/chat/completions", "num_concurrent": 1},
+                                  apply_chat_template=True, bootstrap_iters=0, gen_kwargs=f"max_gen_toks={MAX_TOKENS}")
+        import json
+
+        return log, record, json.loads(results["samples"]["clinconsensus"][0]["filtered_resps"][0])
+    except JudgeFailureError as exc:
+        return log, record, exc
+
+
+JUDGE_MAX_TOKENS = 128
+
+
+def test_a_tiny_judges_prose_is_no_verdict_and_both_frameworks_fail_the_run_alike(llama_server, real_env, tmp_path):
+    log, record, lmeval = clinconsensus_both(llama_server, real_env, tmp_path, structured=False)
+    # SmolLM2 writes prose or echoes the prompt, not a verdict: every judgment fails, with the
+    # reply in its reason, and the failure policy ends both runs with the same count.
+    assert log.status == "error" and log.error.message.startswith('JudgeFailureError("30 of 30 judge verdicts failed')
+    assert record["failures"] == 30 and all(j["error"].startswith("unparseable verdict") for j in record["judgments"])
+    assert str(lmeval).startswith("30 of 30 judge verdicts failed")
+
+
+def test_structured_output_in_llamacpps_form_makes_the_tiny_judges_verdicts_parse_alike(llama_server, real_env, tmp_path):
+    log, record, lmeval = clinconsensus_both(llama_server, real_env, tmp_path, structured=True)
+    # The server's grammar holds the reply to the verdict's schema ({"type": "json_object", "schema":
+    # ...}; it answers OpenAI's json_schema form with HTTP 500): verdicts parse, except where the
+    # token budget cuts the JSON. Both frameworks send the same requests and read the same verdicts.
+    assert record["failures"] < 30 and record["met"] + record["failures"] <= 30
+    inspect_verdicts = [j["met"] for j in record["judgments"]]
+    if isinstance(lmeval, Exception):
+        assert str(lmeval).startswith(f"{record['failures']} of 30 judge verdicts failed")
+    else:
+        assert [j["met"] for j in lmeval["judgments"]] == inspect_verdicts
+    assert "HTTP 500" not in " ".join(j["error"] or "" for j in record["judgments"])
