@@ -4,12 +4,14 @@
 Its ``GET /v1/models`` answers in one of two real shapes:
 
 * ``vllm``: as vLLM answers (``owned_by: "vllm"``, ``max_model_len``), and, as vLLM does, it
-  refuses (400) a request whose estimated prompt does not fit ``max_model_len`` with its
-  ``max_tokens``;
+  refuses (400) a request whose prompt does not fit ``max_model_len`` with its ``max_tokens``,
+  counting the prompt as the project's estimate times ``tokens_per_estimate`` (a tokenizer that
+  counts more than the estimate);
 * ``openai``: as OpenAI's API answers (``owned_by: "openai"``, no length), and, as that API does,
   it refuses (400) a request carrying a field the API does not know (``chat_template_kwargs``);
 * ``llamacpp``: as llama-cpp-python's server answers (``owned_by: "me"`` with a ``permissions``
-  list), and, as that server does (tests/real_server/ meets the real one), it refuses a
+  list, no length: with ``max_model_len`` it refuses a longer request without having listed it),
+  and, as that server does (tests/real_server/ meets the real one), it refuses a
   ``response_format`` of type ``json_schema`` (HTTP 500 there; 400 here), taking only ``text`` and
   ``json_object`` (with an optional ``schema``).
 """
@@ -32,8 +34,9 @@ OPENAI_FIELDS = {"model", "messages", "max_tokens", "max_completion_tokens", "te
 
 
 class ServerFront(LoopbackServer):
-    def __init__(self, upstream: str, kind: str, max_model_len: int | None = None):
+    def __init__(self, upstream: str, kind: str, max_model_len: int | None = None, tokens_per_estimate: float = 1.0):
         self.upstream, self.kind, self.max_model_len = upstream.rstrip("/"), kind, max_model_len
+        self.tokens_per_estimate = tokens_per_estimate  # the server's tokenizer against the project's estimate
         self.bodies: list[dict[str, Any]] = []
         self.refused: list[str] = []
         front = self
@@ -91,10 +94,13 @@ class ServerFront(LoopbackServer):
         if self.kind == "openai":
             unknown = sorted(set(body) - OPENAI_FIELDS)
             return f"Unrecognized request argument supplied: {', '.join(unknown)}" if unknown else ""
-        if self.max_model_len and "messages" in body:
-            size = request_tokens(body["messages"]) + int(body.get("max_tokens") or 0)
-            if size > self.max_model_len:
-                return f"This model's maximum context length is {self.max_model_len} tokens. However, you requested {size} tokens."
+        if self.max_model_len and "messages" in body:  # in vLLM's and llama-cpp-python's words
+            prompt = int(request_tokens(body["messages"]) * self.tokens_per_estimate)
+            new = int(body.get("max_tokens") or 0)
+            if prompt + new > self.max_model_len:
+                return (f"This model's maximum context length is {self.max_model_len} tokens. However, you requested "
+                        f"{prompt + new} tokens ({prompt} in the messages, {new} in the completion). "
+                        "Please reduce the length of the messages or completion.")
         return ""
 
     def judge_bodies(self) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ from judge_servers import ServerFront
 from clinconsensus_tasks.judge.input_limit import (
     OFFICIAL_MAX_INPUT_TOKENS,
     judge_input_limit,
+    limit_from_refusal,
     request_tokens,
 )
 from clinconsensus_tasks.judge.server_info import (
@@ -52,6 +53,12 @@ def run_inspect(front, judge, tmp_path, **task_args):
     metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
     reasons = [j["error"] for s in log.samples for j in s.scores["rubric_scorer"].metadata["judgments"] if j["error"]]
     return metrics, reasons
+
+
+def inspect_log(tmp_path):
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
+    return read_eval_log(list_eval_logs(str(tmp_path / "logs"))[0])
 
 
 def run_lmeval(front, judge):
@@ -125,12 +132,84 @@ def test_structured_output_reaches_each_server_in_its_form_from_both_frameworks(
 def test_input_limit_rule():
     assert judge_input_limit(RELEASED, None, 512).max_tokens == OFFICIAL_MAX_INPUT_TOKENS == 5120
     assert judge_input_limit(f"hf/{RELEASED}", ServerInfo("vllm", 4096), 512).max_tokens == 4096 - 512
-    assert judge_input_limit("judge-model", ServerInfo("vllm", 4096), 512).cut is False
+    assert judge_input_limit(RELEASED, ServerInfo("vllm", 32768), 512).max_tokens == 5120  # the smaller of the two
+    assert judge_input_limit("judge-model", ServerInfo("vllm", 4096), 512).why == "the server's max_model_len 4096 minus 512 verdict tokens"
     assert judge_input_limit("gpt-4.1", ServerInfo("openai"), 512).max_tokens is None
     limit = judge_input_limit(RELEASED, None, 512)
     cut = limit.fit_answer("答" * 9000, "问题", [("c1", "标准")], "per_criterion", None)
     assert cut == "答" * len(cut)  # the tail is cut
     assert 5100 < request_tokens(per_criterion_messages("问题", cut, "标准")) <= 5120  # the whole request fits, just
+
+
+# A context refusal of a 2,000-token prompt by a server with 2,048 tokens of context, in the words
+# of each server that words it differently (as their sources and documentation give them).
+REFUSALS = {
+    "vllm, llama-cpp-python": "This model's maximum context length is 2048 tokens. However, you requested 2128 tokens "
+                              "(2000 in the messages, 128 in the completion). Please reduce the length of the messages or completion.",
+    "vllm (newer)": "This model's maximum context length is 2048 tokens. However, your request has 2000 input tokens. "
+                    "Please reduce the length of the input messages.",
+    "openai": "Error code: 400 - {'error': {'message': \"This model's maximum context length is 2048 tokens. However, your messages "
+              "resulted in 2000 tokens. Please reduce the length of the messages.\", 'type': 'invalid_request_error', "
+              "'code': 'context_length_exceeded'}}",
+    "sglang": "The input (2000 tokens) is longer than the model's context length (2048 tokens).",
+    "llama.cpp server": "Error code: 400 - {'error': {'code': 400, 'message': 'the request exceeds the available context size, "
+                        "try increasing it', 'type': 'exceed_context_size_error', 'n_prompt_tokens': 2000, 'n_ctx': 2048}}",
+    "tgi": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 2048. Given: 2000 `inputs` tokens and "
+           "128 `max_new_tokens`",
+    "anthropic": "prompt is too long: 2000 tokens > 2048 maximum",
+    "llama-cpp-python (raw)": "Requested tokens (2000) exceed context window of 2048",
+}
+
+
+@pytest.mark.parametrize("server", sorted(REFUSALS))
+def test_a_refusal_for_context_gives_the_limit_in_the_servers_own_tokens(server):
+    # 663 estimated tokens (631 Chinese characters and 32 for the template) that the server counted
+    # as 2,000: the 1,920 tokens left beside a 128-token verdict are 1920 * 663 / 2000 * 0.95 = 604.66
+    # of the estimate.
+    messages = [{"role": "user", "content": "答" * 631}]
+    assert request_tokens(messages) == 663
+    limit = limit_from_refusal(REFUSALS[server], messages, 128)
+    assert limit is not None and limit.max_tokens == 604, server
+    assert limit.why == ("the server's context of 2048 tokens, from its refusal, minus 128 verdict tokens, "
+                         "at 663 estimated for the server's 2000 prompt tokens, less 5%")
+
+
+def test_a_refusal_without_its_count_or_for_another_reason():
+    messages = [{"role": "user", "content": "答" * 631}]
+    counted_nothing = limit_from_refusal("This model's maximum context length is 2048 tokens.", messages, 512)
+    assert counted_nothing is not None and counted_nothing.max_tokens == 2048 - 512
+    for other in ("Unrecognized request argument supplied: chat_template_kwargs", "response_format type 'json_schema' is not supported",
+                  "max_tokens is too large: 10000. This model supports at most 4096 completion tokens", "'max_tokens' must be <= 4096"):
+        assert limit_from_refusal(other, messages, 512) is None, other
+
+
+@pytest.mark.slow
+def test_a_judge_whose_server_lists_no_context_has_long_answers_judged_cut_after_its_first_refusal(fake_server, tmp_path, long_answers):
+    # Stands in for llama-cpp-python's server (tests/real_server/ meets the real one): it lists no
+    # context, has 4,000 tokens and counts two tokens for each of the estimate's. The answers (3,000
+    # characters) do not fit; the first refusal gives the limit, (4000 - 512) * 1/2 * 0.95 = 1656.8,
+    # and every case is judged with its answer cut to it, with the cut on its record.
+    with ServerFront(fake_server.base_url, "llamacpp", max_model_len=4000, tokens_per_estimate=2) as front:
+        inspect_metrics, inspect_reasons = run_inspect(front, "judge-model", tmp_path)
+        log = inspect_log(tmp_path)
+        inspect_cuts = [s.scores["rubric_scorer"].metadata["judge_input_cut"] for s in log.samples]
+        inspect_bodies, inspect_refused = front.judge_bodies(), len(front.refused)
+        front.bodies.clear()
+        front.refused.clear()
+        lmeval_metrics, lmeval_reasons, out = run_lmeval(front, "judge-model")
+        lmeval_cuts = [json.loads(s["filtered_resps"][0])["judge_input_cut"] for s in out["samples"]["clinconsensus"]]
+        lmeval_bodies, lmeval_refused = front.judge_bodies(), len(front.refused)
+    assert inspect_reasons == lmeval_reasons == []
+    assert 1 <= inspect_refused <= CASES and 1 <= lmeval_refused <= CASES  # the first request of a case, at most
+    judged = [b for b in inspect_bodies + lmeval_bodies if 2 * request_tokens(b["messages"]) + 512 <= 4000]
+    assert len(judged) == 2 * 30 * CASES
+    assert max(request_tokens(b["messages"]) for b in judged) <= 1656
+    why = "the server's context of 4000 tokens, from its refusal, minus 512 verdict tokens"
+    assert [c["limit_tokens"] for c in inspect_cuts] == [c["limit_tokens"] for c in lmeval_cuts] == [1656] * CASES
+    assert all(c["why"].startswith(why) and c["answer_chars"] == 3000 > c["judged_chars"] for c in inspect_cuts + lmeval_cuts)
+    assert inspect_cuts == lmeval_cuts
+    assert {k: inspect_metrics[k] for k in ("cacs@10", "rubric_accuracy", "judge_failures")} == \
+        {k: lmeval_metrics[k] for k in ("cacs@10", "rubric_accuracy", "judge_failures")}
 
 
 @pytest.mark.slow

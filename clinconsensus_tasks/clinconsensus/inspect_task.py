@@ -35,7 +35,7 @@ from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER
 from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.inspect_compat import PrerequisiteError, register_logged_scorer_name
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
-from clinconsensus_tasks.judge.input_limit import judge_input_limit, limited
+from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
 from clinconsensus_tasks.judge.inspect_server import judges_provenance, server_of
 from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
 from clinconsensus_tasks.judge import protocol
@@ -57,7 +57,7 @@ from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, flatten_b
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.jury import jury_metrics, panel_record
-from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase, grade_case
+from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES, VERDICT_SCHEMA_DESCRIPTION, VERDICT_SCHEMA_NAME, verdict_schema
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
@@ -280,6 +280,7 @@ def rubric_scorer(
         decoding["response_schema"] = ResponseSchema(name=VERDICT_SCHEMA_NAME, json_schema=JSONSchema.model_validate(verdict_schema(judge_mode)),
                                                      description=VERDICT_SCHEMA_DESCRIPTION, strict=True)
     judges = InspectJudges(decoding, judge_cache, judge_mode)  # judge/inspect_calls.py: the Inspect transport
+    limits = JudgeInputLimits()  # judge/input_limit.py: each judge's input limit, learned from refusals as they come
 
     async def score(state: TaskState, target: Target) -> Score:
         graders = resolve_graders(judge_role, allow_self_grading)
@@ -294,11 +295,10 @@ def rubric_scorer(
 
         async def grade(model: Model) -> GradedCase:
             spent: list[TokenUsage] = []
-            server = await server_of(model)  # judge/input_limit.py: the judge's input limit, known before sending
-            limit = judge_input_limit(str(model), server, decoding["max_tokens"])
-            sent = limit.fit_answer(answer, state.input_text, rubrics, judge_mode, template)
-            graded = await grade_case(str(state.sample_id), state.input_text, sent, rubrics, limited(judges.completer(model, spent, server), limit), str(model),
-                                      judge_mode, max_attempts, slices, state.epoch, template, prompt_info, judges.breaker_of(model))
+            server = await server_of(model)  # judge/input_limit.py: graded within the judge's input limit
+            graded = await limits.grade(str(model), server, decoding["max_tokens"], str(state.sample_id), state.input_text, answer, rubrics,
+                                        judges.completer(model, spent, server), judge_mode, max_attempts, template, slices=slices,
+                                        epoch=state.epoch, judge_prompt=prompt_info, breaker=judges.breaker_of(model))
             return graded.with_usage(total(spent).to_dict())
 
         graded = await asyncio.gather(*([grade(g) for g in graders] + ([grade(local)] if local is not None else [])))

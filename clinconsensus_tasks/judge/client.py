@@ -26,7 +26,7 @@ from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.settings_table import GRADER, ROLE_ENV_PREFIX
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
-from clinconsensus_tasks.judge.input_limit import judge_input_limit, limited
+from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
 from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed, decoding, openai_client, response_format
 from clinconsensus_tasks.judge.official_template import prompt_record
 from clinconsensus_tasks.judge.server_info import AUTO, ask_server, check_kind, with_thinking_off
@@ -41,7 +41,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
 )
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
-from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally, grade_case
+from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase, failure_tally
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION_MAX_TOKENS, judge_max_tokens
 from clinconsensus_tasks.scorers.redact import hold_secret, hold_url_secrets
@@ -294,6 +294,7 @@ async def judge_documents(
     client = JudgeClient(settings, paid=paid)
     prompt_info = prompt_record(template, mode)
     breaker = CircuitBreaker(resume_hint=resume_hint(settings))
+    limits = JudgeInputLimits()  # judge/input_limit.py: graded within the judge's input limit, learned from refusals
     try:
         progress = tqdm(total=len(docs), desc=f"Judging ({mode}, {settings.model})", file=sys.stderr)
 
@@ -301,14 +302,12 @@ async def judge_documents(
             rubrics = [(r["criterion_id"], r["criterion"]) for r in doc["rubrics"]]
             max_tokens = judge_max_tokens(mode, len(rubrics), settings.max_tokens)
             spent: list[TokenUsage] = []
-            limit = judge_input_limit(settings.model, server, max_tokens)
-            sent = limit.fit_answer(answer, doc["question"], rubrics, mode, template)
 
             async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
                 return await client.complete(messages, fresh, max_tokens=max_tokens, usage=spent, breaker=breaker)
 
-            record = await grade_case(str(doc["case_id"]), doc["question"], sent, rubrics, limited(complete, limit), settings.model,
-                                      mode, max_attempts, slices_of(doc), template=template, judge_prompt=prompt_info, breaker=breaker)
+            record = await limits.grade(settings.model, server, max_tokens, str(doc["case_id"]), doc["question"], answer, rubrics, complete,
+                                        mode, max_attempts, template, slices=slices_of(doc), judge_prompt=prompt_info, breaker=breaker)
             progress.update(1)
             return record.with_usage(total(spent).to_dict())  # tokens of the calls sent (cache hits: none)
 

@@ -81,23 +81,30 @@ def status_code_of(exc: BaseException) -> int | None:
     return None
 
 
-def _unwrapped(exc: BaseException) -> BaseException:
+def unwrapped(exc: BaseException) -> BaseException:
     """The last attempt's error inside a retry library's give-up error (tenacity's ``RetryError``)."""
     attempt = getattr(exc, "last_attempt", None)
     inner = attempt.exception() if callable(getattr(attempt, "exception", None)) else None
     return inner if isinstance(inner, BaseException) else exc
 
 
+def message_of(exc: BaseException) -> str:
+    """What the server said: Inspect's ``ModelGenerateError`` keeps it in ``provider_message``
+    (its ``str`` is the whole request), any other error in its text."""
+    provider = getattr(exc, "provider_message", None)
+    return provider if isinstance(provider, str) and provider.strip() else str(exc)
+
+
 def classify(exc: BaseException) -> tuple[str, str]:
     """``(kind, reason)`` of a failed judge call; the reason starts with a short label that
     :func:`reason_label` groups by (the exception type and HTTP status); keys removed (:func:`redact`)."""
-    exc = _unwrapped(exc)
+    exc = unwrapped(exc)
     if isinstance(exc, JudgeCallError):
         return exc.kind, redact(str(exc))
     status = status_code_of(exc)
     label = type(exc).__name__ + (f" (HTTP {status})" if status else "")
     kind = ERROR_REQUEST if status and 400 <= status < 500 and status not in _RETRYABLE_4XX else ERROR_TRANSPORT
-    detail = " ".join(redact(str(exc)).split())[:300]
+    detail = " ".join(redact(message_of(exc)).split())[:300]
     return kind, f"{label}: {detail}" if detail else label
 
 

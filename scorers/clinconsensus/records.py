@@ -40,6 +40,8 @@ class RoleVerdicts:
     judge: str
     judgments: tuple[CriterionJudgment, ...]
     usage: Mapping[str, int] = field(default_factory=dict)
+    # the answer was cut to fit this judge's input limit: answer_chars, judged_chars, limit_tokens, why
+    input_cut: Mapping[str, Any] = field(default_factory=dict)
 
     def result(self, slices: Mapping[str, tuple[str, ...]], case_id: str) -> CaseResult:
         return CaseResult(count_met(self.judgments), len(self.judgments), count_failures(self.judgments), slices, case_id)
@@ -49,12 +51,14 @@ class RoleVerdicts:
                                "judgments": [_redacted(j, secrets) for j in self.judgments]}
         if self.usage:
             out["usage"] = dict(self.usage)
+        if self.input_cut:
+            out["input_cut"] = dict(self.input_cut)
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "RoleVerdicts":
         return cls(str(data.get("judge") or ""), tuple(CriterionJudgment.from_dict(j) for j in data.get("judgments") or ()),
-                   {str(k): int(v) for k, v in (data.get("usage") or {}).items()})
+                   {str(k): int(v) for k, v in (data.get("usage") or {}).items()}, dict(data.get("input_cut") or {}))
 
 
 @dataclass(frozen=True)
@@ -196,6 +200,8 @@ class GradedCase:
         }
         if self.judge_usage:
             out["judge_usage"] = dict(self.judge_usage)
+        if self.headline.input_cut:
+            out["judge_input_cut"] = dict(self.headline.input_cut)
         if self.other_roles:
             out["roles"] = {role: verdicts.to_dict(secrets) for role, verdicts in self.other_roles.items()}
         return out
@@ -214,7 +220,7 @@ class GradedCase:
                 raise ValueError(f"{prefix}not a graded-case record: field {name!r} is missing")
         try:
             roles = {HEADLINE_ROLE: RoleVerdicts.from_dict({"judge": data.get("judge"), "judgments": data["judgments"],
-                                                            "usage": data.get("judge_usage")})}
+                                                            "usage": data.get("judge_usage"), "input_cut": data.get("judge_input_cut")})}
             for role, verdicts in (data.get("roles") or {}).items():
                 roles[str(role)] = RoleVerdicts.from_dict(verdicts)
             if data.get("local_judgments"):  # written before judge roles

@@ -54,18 +54,23 @@ def test_climedbench_id1_same_answers_and_numbers_in_both_frameworks(llama_serve
     print(f"\n[real server] started in {llama_server.started_in:.1f} s; answers: {list(inspect_answers.values())}")
 
 
-def clinconsensus_both(server, real_env, tmp_path, structured: bool):
-    """One ClinConsensus case answered and judged by the real model, in Inspect then lm-eval:
-    (Inspect log, Inspect record, lm-eval record or the JudgeFailureError lm-eval raised)."""
+JUDGE_MAX_TOKENS = 128
+
+
+def clinconsensus_both(server, real_env, tmp_path, structured: bool, judge=None, answer_tokens: int = MAX_TOKENS):
+    """One ClinConsensus case answered by the real model on ``server`` (``answer_tokens`` at most)
+    and judged by it on ``judge`` (default: the same server), in Inspect then lm-eval: (Inspect
+    log, Inspect record, lm-eval record or the JudgeFailureError lm-eval raised)."""
+    import json
+
     from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import GenerateConfig, get_model
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
     from clinconsensus_tasks.lmeval_glue import simple_evaluate
     from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
 
-    from inspect_ai.model import GenerateConfig, get_model
-
-    point_at(real_env, server, server)
+    point_at(real_env, server, judge or server)
     # llama-cpp-python's server answers one request at a time: more in flight only wait in its queue
     # until the client's time-out, and are sent again. One connection, in both frameworks.
     real_env.setenv("CLINCONSENSUS_JUDGE_CONCURRENCY", "1")
@@ -73,22 +78,17 @@ def clinconsensus_both(server, real_env, tmp_path, structured: bool):
     real_env.setenv("CLINCONSENSUS_JUDGE_MAX_TOKENS", str(JUDGE_MAX_TOKENS))
     real_env.setenv("CLINCONSENSUS_JUDGE_STRUCTURED_OUTPUT", "1" if structured else "0")
     log = inspect_eval(clinconsensus(data="sample", judge_max_tokens=JUDGE_MAX_TOKENS, judge_structured_output=structured),
-                       model=f"openai-api/cand/{MODEL}", limit=1, max_tokens=MAX_TOKENS, max_connections=1,
+                       model=f"openai-api/cand/{MODEL}", limit=1, max_tokens=answer_tokens, max_connections=1,
                        model_roles={"grader": get_model(f"openai-api/judge/{MODEL}", config=GenerateConfig(max_connections=1), memoize=False)},
                        log_dir=str(tmp_path / "inspect"), display="none")[0]
     record = log.samples[0].scores["rubric_scorer"].metadata
     try:
         results = simple_evaluate(tasks=["clinconsensus"], model="local-chat-completions", limit=1, log_samples=True,
                                   model_args={"model": MODEL, "base_url": f"{server.base_url}/chat/completions", "num_concurrent": 1},
-                                  apply_chat_template=True, bootstrap_iters=0, gen_kwargs=f"max_gen_toks={MAX_TOKENS}")
-        import json
-
+                                  apply_chat_template=True, bootstrap_iters=0, gen_kwargs=f"max_gen_toks={answer_tokens}")
         return log, record, json.loads(results["samples"]["clinconsensus"][0]["filtered_resps"][0])
     except JudgeFailureError as exc:
         return log, record, exc
-
-
-JUDGE_MAX_TOKENS = 128
 
 
 def test_a_tiny_judges_prose_is_no_verdict_and_both_frameworks_fail_the_run_alike(llama_server, real_env, tmp_path):
@@ -112,3 +112,21 @@ def test_structured_output_in_llamacpps_form_makes_the_tiny_judges_verdicts_pars
     else:
         assert [j["met"] for j in lmeval["judgments"]] == inspect_verdicts
     assert "HTTP 500" not in " ".join(j["error"] or "" for j in record["judgments"])
+
+
+def test_a_long_answer_is_judged_cut_to_the_real_servers_context_alike(llama_server, small_llama_server, real_env, tmp_path):
+    # The judge on a server with llama.cpp's default context of 2,048 tokens, which it does not
+    # list; the answer runs to 600 tokens and the judge prompt around it to about 1,500 (SmolLM2
+    # counts 1.6 tokens per estimated token of the Chinese template). The first request is refused
+    # for its length; the limit that refusal gives cuts the answer, and the case is judged, cut, the
+    # same way in both frameworks.
+    real_env.setenv("CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD", "0")
+    log, record, lmeval = clinconsensus_both(llama_server, real_env, tmp_path, structured=True, judge=small_llama_server, answer_tokens=600)
+    cut = record.get("judge_input_cut")
+    assert cut, record
+    assert cut["why"].startswith("the server's context of 2048 tokens, from its refusal, minus 128 verdict tokens"), cut
+    assert 0 < cut["judged_chars"] < cut["answer_chars"]
+    assert not any("context" in (j["error"] or "") for j in record["judgments"])  # judged, not refused
+    assert not isinstance(lmeval, Exception), lmeval
+    assert lmeval["judge_input_cut"] == cut
+    assert [j["met"] for j in lmeval["judgments"]] == [j["met"] for j in record["judgments"]]
