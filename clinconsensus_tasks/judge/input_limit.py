@@ -15,7 +15,8 @@ The rule. A judge's input limit is the smallest of what is known of it:
 * a server that lists nothing (llama.cpp, a hosted API) but refused a request for its length: the
   context its refusal names, minus the verdict's tokens, scaled by the refused request's estimate
   over the tokens the server counted in it (:func:`limit_from_refusal`), learned for the rest of
-  the run; the case whose request was refused is judged again once, within the learned limit.
+  the run; the case whose request was refused is judged again within the learned limit (again
+  after a further refusal, :data:`REFITS` times at most).
 
 A case whose requests are longer than its judge's limit is judged with the tail of its *answer* cut
 (:meth:`InputLimit.fit_answer`), and the record says so (``judge_input_cut``: the answer's and the
@@ -61,6 +62,12 @@ OFFICIAL_MAX_INPUT_TOKENS = 5120  # scripts/run_local_judge.py --max-input-lengt
 RELEASED_JUDGE = "clinconsensus-judge"  # skylenage/ClinConsensus-Judge-8B, in any provider's spelling
 TEMPLATE_TOKENS = 32  # role markers and the empty thinking block Qwen3's chat template adds
 SAFETY = 0.95  # a limit learned from a refusal is kept this far under it: answers tokenize unevenly
+# Gradings of a case again within a limit learned while it was judged. The first refusal's ratio of
+# server tokens to the estimate is that of a request made mostly of the long answer; the cut
+# request is mostly the template, which may tokenize otherwise (SmolLM2: English answers under the
+# estimate, the Chinese template 1.6 times over it), so a second refusal can follow and teach the
+# ratio of a request like the ones that fit.
+REFITS = 3
 
 Messages = list[dict[str, str]]
 
@@ -184,14 +191,17 @@ class JudgeInputLimits:
                     rubrics: Sequence[tuple[str, str]], complete: Callable[[Messages, bool], Any], mode: str, max_attempts: int,
                     template: JudgeTemplate | None, **record: Any) -> GradedCase:
         """:func:`grade_case` with ``answer`` fitted to ``judge``'s limit; a case whose request the
-        server refused for its length is judged again once, within the limit that refusal gives."""
+        server refused for its length is judged again within the limit that refusal gives."""
         limit = self.limit(judge, server, max_new_tokens)
         args = (judge, server, max_new_tokens, case_id, question, answer, rubrics, complete, mode, max_attempts, template, record)
         graded = await self._grade(limit, *args)
-        again = self.limit(judge, server, max_new_tokens)  # learned from a refusal while this case was judged
-        if again != limit and again.fit_answer(answer, question, rubrics, mode, template) != limit.fit_answer(answer, question, rubrics,
-                                                                                                               mode, template):
-            graded = await self._grade(again, *args)
+        for _ in range(REFITS):  # a refusal while this case was judged taught a smaller limit
+            again = self.limit(judge, server, max_new_tokens)
+            if again == limit or again.fit_answer(answer, question, rubrics, mode, template) == \
+                    limit.fit_answer(answer, question, rubrics, mode, template):
+                break
+            limit = again
+            graded = await self._grade(limit, *args)
         return graded
 
     async def _grade(self, limit: InputLimit, judge: str, server: ServerInfo | None, max_new_tokens: int, case_id: str, question: str,

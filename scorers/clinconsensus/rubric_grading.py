@@ -33,6 +33,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
 )
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ERROR_JUDGE_UNAVAILABLE,
+    ERROR_REQUEST,
     ERROR_TRANSPORT,
     ERROR_UNPARSEABLE,
     CircuitBreaker,
@@ -95,6 +96,9 @@ def failures_of(judgments: Sequence[CriterionJudgment]) -> list[tuple[str | None
 
 
 REPEATED = "; not asked again: the re-ask would repeat a request already answered"
+# A re-ask carries the refused reply and a note, so it is longer than the request it follows and
+# may not fit the judge's input: its refusal leaves the verdict unusable, with both reasons.
+REASK_REFUSED = "; re-ask refused: "
 
 
 def _reask(first: Messages, reply: str, mode: str, sent: set[str]) -> Messages | None:
@@ -146,6 +150,9 @@ async def _judge_one(
         try:
             text = await _ask(complete, messages, attempt > 0, breaker)
         except _CallFailed as failed:  # not asked again: the client has retried what can be retried
+            if attempt > 0 and failed.kind == ERROR_REQUEST:  # a re-ask refused (too long for the judge): the verdict stays unusable
+                return CriterionJudgment(criterion_id, None, attempts=attempt + 1, error=f"{problem}{REASK_REFUSED}{failed.reason}",
+                                         error_kind=ERROR_UNPARSEABLE)
             return CriterionJudgment(criterion_id, None, attempts=attempt + 1, error=failed.reason, error_kind=failed.kind)
         reading = read_verdict(text, echo, answer)
         verdict = reading.verdicts.get(None)
@@ -180,7 +187,10 @@ async def _judge_batched(
         try:
             text = await _ask(complete, messages, attempts > 1, breaker)
         except _CallFailed as failed:
-            problem, kind = failed.reason, failed.kind
+            if attempts > 1 and failed.kind == ERROR_REQUEST:  # a re-ask refused: the verdicts stay unusable
+                problem += REASK_REFUSED + failed.reason
+            else:
+                problem, kind = failed.reason, failed.kind
             break
         reading = read_batched(text, [sid for sid, _ in asked], echo, answer)
         verdicts = reading.verdicts

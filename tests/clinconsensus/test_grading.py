@@ -88,6 +88,21 @@ def test_a_reask_carries_the_refused_reply_and_is_never_a_request_already_answer
     assert len(judge.requests) == 5 and len({json.dumps(r, ensure_ascii=False) for r in judge.requests}) == 5
 
 
+def test_a_reask_too_long_for_the_judge_leaves_the_verdict_unusable_with_both_reasons():
+    # A re-ask carries the refused reply and a note: near the judge's input limit it may not fit
+    # (judge/input_limit.py refuses it unsent; a server answers 400). The criterion fails for the
+    # reply it could not read, not as a refused request.
+    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ERROR_REQUEST, JudgeCallError
+
+    too_long = JudgeCallError(ERROR_REQUEST, "judge input of about 1251 tokens exceeds the judge's limit of 1120 (...); not sent")
+    judge = ScriptedJudge({RUBRICS[0][1]: ["满足", too_long], RUBRICS[1][1]: [verdict(True)], RUBRICS[2][1]: [too_long]})
+    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge))
+    assert [(j.met, j.attempts, j.error_kind) for j in out] == [(None, 2, "unparseable"), (True, 1, None), (None, 1, "request")]
+    assert out[0].error == ("unparseable verdict (criteria_met occurs 0 time(s), in 0 JSON object(s); exactly one of each is a verdict): "
+                            "'满足'; re-ask refused: judge input of about 1251 tokens exceeds the judge's limit of 1120 (...); not sent")
+    assert out[2].error == str(too_long)  # a first request refused is a refused request
+
+
 def test_transport_error_fails_only_that_criterion():
     judge = ScriptedJudge({
         RUBRICS[0][1]: [verdict(True)],

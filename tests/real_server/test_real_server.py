@@ -126,7 +126,11 @@ def test_a_long_answer_is_judged_cut_to_the_real_servers_context_alike(llama_ser
     assert cut, record
     assert cut["why"].startswith("the server's context of 2048 tokens, from its refusal, minus 128 verdict tokens"), cut
     assert 0 < cut["judged_chars"] < cut["answer_chars"]
-    assert not any("context" in (j["error"] or "") for j in record["judgments"])  # judged, not refused
+    # Judged, not refused: no judgment fails as a request the server or the limit refused (what
+    # fails is the tiny judge's own reply, a re-ask of it too long to fit saying so in its reason).
+    refused = [j["error"] for j in record["judgments"] if j["error_kind"] == "request"]
+    assert refused == [], refused
+    assert record["failures"] < 30
     assert not isinstance(lmeval, Exception), lmeval
     assert lmeval["judge_input_cut"] == cut
     assert [j["met"] for j in lmeval["judgments"]] == [j["met"] for j in record["judgments"]]
