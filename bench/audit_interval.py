@@ -36,10 +36,10 @@ import random
 
 from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa
 from clinconsensus_tasks.scorers.audit_estimate import difference_estimate, stratified_sample
-from clinconsensus_tasks.scorers.clinconsensus.metric_table import case_terms
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import case_terms, headline_names
 
 CASES, STRATA, CRITERIA, MIN_STRATUM = 900, 36, 30, 5
-HEADLINE = ("rubric_accuracy", "cacs@10", "pass@10")
+HEADLINE = tuple(headline_names((10,)))  # cacs@10, pass@10, rubric_accuracy
 
 
 def stratum_sizes(cases: int = CASES, strata: int = STRATA) -> list[int]:

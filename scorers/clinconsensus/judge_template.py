@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import string
 from dataclasses import dataclass
 
@@ -64,6 +65,26 @@ def check_placeholders(text: str, where: str) -> str:
     return text
 
 
+def check_no_verdict_lines(text: str, where: str) -> str:
+    """Return ``text`` unless a line of its fixed text is part of a verdict a judge would write
+    (an example such as ``"criteria_met": false`` on a line of its own): the verdict rule refuses a
+    reply that repeats a line of its prompt (``verdicts.echoes``), so every reply giving that
+    verdict would be refused. Raise :class:`TemplateError` naming ``where`` and the line."""
+    from clinconsensus_tasks.scorers.clinconsensus.verdicts import echo_lines, echoes
+
+    blank = {name: "\n" for name in PLACEHOLDERS}
+    for met in (True, False):
+        reply = {"explanation": "回答满足该标准的要求。", "criteria_met": met}  # an explanation of its own, as judges write
+        for written in (json.dumps(reply, ensure_ascii=False), json.dumps(reply, ensure_ascii=False, indent=2)):
+            for number, line in enumerate(text.splitlines(), 1):
+                if echoes(written, echo_lines(line.format(**blank))):
+                    raise TemplateError(f"{where}: line {number} ({line.strip()!r}) is part of a verdict a judge would write; the "
+                                        f"verdict rule refuses a reply that repeats a line of its prompt, so every reply with "
+                                        f"\"criteria_met\": {json.dumps(met)} would be refused. Write the example so that no line of "
+                                        f"it is one a verdict holds (e.g. \"criteria_met\": <true or false>)")
+    return text
+
+
 def template_from_python(source: str, where: str) -> str:
     """The string assigned to ``PROMPT`` at the top level of a Python file, read with :mod:`ast`
     (the file is never executed)."""
@@ -84,4 +105,4 @@ def template_from_python(source: str, where: str) -> str:
 def parse_template(content: str, where: str, name: str | None = None) -> JudgeTemplate:
     """A template from a file's content: a ``.py`` file's ``PROMPT`` string, or plain text."""
     text = template_from_python(content, where) if where.endswith(".py") else content
-    return JudgeTemplate(check_placeholders(text, where), name or where, where)
+    return JudgeTemplate(check_no_verdict_lines(check_placeholders(text, where), where), name or where, where)

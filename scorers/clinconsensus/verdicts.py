@@ -34,6 +34,7 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
 _TRUE_WORDS = frozenset({"true", "yes", "y", "met", "1", "是", "满足", "符合"})
@@ -138,6 +139,7 @@ def key_count(text: str) -> int:
     return len(KEY_POSITION.findall(normalise(text)))
 
 
+@lru_cache(maxsize=256)  # a case's answer is squashed for each of its 30 verdicts: once is enough
 def _squash(text: str) -> str:
     return _SPACE.sub(" ", normalise(text)).strip()
 

@@ -79,6 +79,20 @@ def test_placeholders_missing_or_unknown_are_named():
         check_placeholders(TEMPLATE + " {oops", "t.txt")
 
 
+def test_a_template_with_a_line_a_verdict_holds_is_refused_with_the_line():
+    # An example verdict written over several lines, as HealthBench's grader template writes its
+    # examples: every reply saying "not met" would repeat the line '"criteria_met": false' of the
+    # prompt, which the verdict rule refuses as an echo. The template is refused where it is read.
+    example = '\n\nFor example:\n```json\n{{\n  "explanation": "未提及随访。",\n  "criteria_met": false\n}}\n```'
+    with pytest.raises(TemplateError, match=r"t.txt: line 21 \('\"criteria_met\": false'\) is part of a verdict") as refused:
+        parse_template(TEMPLATE + example, "t.txt")
+    assert 'every reply with "criteria_met": false would be refused' in str(refused.value)
+    # The official form (one line, the value a choice) and a placeholder explanation are no verdict.
+    for line in ('{{"explanation": "...", "criteria_met": true/false}}', '{{"explanation": "...", "criteria_met": true}}',
+                 '  "criteria_met": <true or false>'):
+        assert parse_template(TEMPLATE + "\n" + line, "t.txt").text.endswith(line)
+
+
 def test_python_file_is_read_with_ast_not_executed():
     template = parse_template(SCRIPT, "scripts/run_local_judge.py")
     assert template.text == TEMPLATE
