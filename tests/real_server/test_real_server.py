@@ -134,3 +134,76 @@ def test_a_long_answer_is_judged_cut_to_the_real_servers_context_alike(llama_ser
     assert not isinstance(lmeval, Exception), lmeval
     assert lmeval["judge_input_cut"] == cut
     assert [j["met"] for j in lmeval["judgments"]] == [j["met"] for j in record["judgments"]]
+
+
+def test_estimate_with_the_models_own_tokenizer_is_within_5_percent_of_the_servers_count(llama_server, tmp_path):
+    # `clinconsensus-eval estimate --tokenizer DIR` counts the judge prompts of a run before it
+    # starts. Here DIR is SmolLM2's tokenizer, read by transformers from the very GGUF file the
+    # server serves, and the count is set against what the server reports (usage.prompt_tokens)
+    # for the same requests: the per-criterion prompts of two sample cases with the stand-in answer
+    # `estimate` uses. The estimate adds 4 tokens per message for the chat format; SmolLM2's adds
+    # 5 per message and 3 for the assistant's turn.
+    import json
+    import urllib.request
+
+    from transformers import AutoTokenizer
+
+    from clinconsensus_tasks.clinconsensus.dataset import load_cases, sample_path
+    from clinconsensus_tasks.commands.estimate import estimate, make_counter, stand_in_answer
+    from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, per_criterion_messages
+    from real_server.conftest import gguf_path
+
+    answer_chars = 600
+    data = tmp_path / "two.jsonl"
+    data.write_text("".join(sample_path().read_text(encoding="utf-8").splitlines(keepends=True)[:2]), encoding="utf-8")
+    AutoTokenizer.from_pretrained(str(gguf_path().parent), gguf_file=gguf_path().name).save_pretrained(tmp_path / "tokenizer")
+    estimated = estimate(str(data), PER_CRITERION, answer_chars, make_counter(str(tmp_path / "tokenizer"))).usage
+
+    served = 0
+    for case in load_cases(str(data)).cases:
+        for _, criterion in case.rubrics:
+            body = {"model": MODEL, "max_tokens": 1, "temperature": 0,
+                    "messages": per_criterion_messages(case.question, stand_in_answer(answer_chars), criterion)}
+            request = urllib.request.Request(f"{llama_server.base_url}/chat/completions", data=json.dumps(body).encode(),
+                                             headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=300) as reply:
+                served += json.loads(reply.read())["usage"]["prompt_tokens"]
+    ratio = estimated.prompt_tokens / served
+    print(f"\n[real server] estimate {estimated.prompt_tokens} prompt tokens, server {served}: {ratio:.4f}")
+    assert estimated.calls == 60
+    assert abs(ratio - 1) <= 0.05, (estimated.prompt_tokens, served)
+
+
+def test_the_same_model_through_both_hf_backends(tmp_path):
+    # The GGUF file the server serves, loaded in process by transformers (dequantized to float32)
+    # through lm-eval's `hf` backend and Inspect's `hf/` provider, as a model builder runs a local
+    # checkpoint: climedbench_id1 on four questions, greedy, 32 new tokens, batches of two. Inspect
+    # passes `gguf_file` to the model's from_pretrained but not to the tokenizer's, so both are
+    # given the tokenizer as a folder (written from the same file).
+    from inspect_ai import eval as inspect_eval
+    from transformers import AutoTokenizer
+
+    from clinconsensus_tasks.climedbench.inspect_task import climedbench_id1
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
+    from real_server.conftest import gguf_path
+
+    folder, name = str(gguf_path().parent), gguf_path().name
+    tokenizer = str(tmp_path / "tokenizer")
+    AutoTokenizer.from_pretrained(folder, gguf_file=name).save_pretrained(tokenizer)
+    new_tokens, batch = 32, 2
+    log = inspect_eval(climedbench_id1(), model=f"hf/{MODEL}", max_tokens=new_tokens, max_connections=batch, limit=LIMIT,
+                       model_args={"model_path": folder, "gguf_file": name, "tokenizer_path": tokenizer, "device": "cpu",
+                                   "do_sample": False},
+                       log_dir=str(tmp_path / "inspect"), display="none")[0]
+    assert log.status == "success", log.error
+    inspect_metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
+    inspect_answers = {str(s.metadata["item"]["id"]): s.output.completion for s in log.samples}
+    results = simple_evaluate(tasks=["climedbench_id1"], model="hf", limit=LIMIT, log_samples=True, apply_chat_template=True,
+                              model_args={"pretrained": folder, "gguf_file": name, "tokenizer": tokenizer, "device": "cpu",
+                                          "dtype": "float32"},
+                              batch_size=batch, gen_kwargs=f"max_gen_toks={new_tokens}", bootstrap_iters=0)
+    lm = results["results"]["climedbench_id1"]
+    lmeval_answers = {str(s["doc"]["id"]): s["resps"][0][0] for s in results["samples"]["climedbench_id1"]}
+    print(f"\n[hf backends] answers: {list(inspect_answers.values())}")
+    assert lmeval_answers == inspect_answers and len(inspect_answers) == LIMIT and any(inspect_answers.values())
+    assert inspect_metrics["accuracy"] == lm["accuracy,answer"] and inspect_metrics["parse_failure"] == lm["parse_failure,answer"]
