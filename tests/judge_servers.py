@@ -19,6 +19,7 @@ Its ``GET /v1/models`` answers in one of two real shapes:
 from __future__ import annotations
 
 import json
+import threading
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler
@@ -39,6 +40,8 @@ class ServerFront(LoopbackServer):
         self.tokens_per_estimate = tokens_per_estimate  # the server's tokenizer against the project's estimate
         self.bodies: list[dict[str, Any]] = []
         self.refused: list[str] = []
+        self.in_flight = self.most_in_flight = 0  # judge requests being answered at once
+        self._lock = threading.Lock()
         front = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -71,11 +74,18 @@ class ServerFront(LoopbackServer):
                 front.bodies.append(body)
                 request = urllib.request.Request(front.upstream + self.path.replace("/v1", "", 1), data=raw,
                                                  headers={"Content-Type": "application/json", "Authorization": "Bearer test-key"})
+                judged = (body.get("max_tokens") or 0) > 8
+                with front._lock:
+                    front.in_flight += judged
+                    front.most_in_flight = max(front.most_in_flight, front.in_flight)
                 try:
                     with urllib.request.urlopen(request, timeout=60) as answer:
                         self.reply(answer.status, answer.read())
                 except urllib.error.HTTPError as exc:
                     self.reply(exc.code, exc.read())
+                finally:
+                    with front._lock:
+                        front.in_flight -= judged
 
         self.listen(Handler)
 

@@ -99,7 +99,7 @@ def test_structured_output_in_the_form_each_server_takes():
     from clinconsensus_tasks.judge.protocol import response_format
 
     llamacpp = read_models({"data": [{"id": "smollm2", "object": "model", "owned_by": "me", "permissions": []}]}, "smollm2")
-    assert llamacpp == ServerInfo("llamacpp", None)
+    assert llamacpp == ServerInfo("llamacpp", None, 1)  # llama-cpp-python: one request at a time
     assert read_models({"data": [{"id": "m", "owned_by": "llamacpp"}]}, "m").kind == "llamacpp"
     assert read_models({"data": [{"id": "m", "owned_by": "me"}]}, "m").kind == "openai"  # "me" alone names nobody
     assert response_format("llamacpp", "per_criterion") == {"type": "json_object", "schema": verdict_schema("per_criterion")}
@@ -210,6 +210,38 @@ def test_a_judge_whose_server_lists_no_context_has_long_answers_judged_cut_after
     assert inspect_cuts == lmeval_cuts
     assert {k: inspect_metrics[k] for k in ("cacs@10", "rubric_accuracy", "judge_failures")} == \
         {k: lmeval_metrics[k] for k in ("cacs@10", "rubric_accuracy", "judge_failures")}
+
+
+@pytest.mark.slow
+def test_a_server_that_answers_one_request_at_a_time_gets_one_at_a_time_from_both_frameworks(fake_server, tmp_path, monkeypatch):
+    # llama-cpp-python's server (as GET /v1/models shows it) works on one request at a time; more
+    # only wait in its queue until the client's time-out and are sent again (tests/real_server/
+    # saw 12 and 104 re-sent requests). Both frameworks keep one judge request in flight, with
+    # their default 32 connections and without a setting, and still judge every criterion.
+    with ServerFront(fake_server.base_url, "llamacpp") as front:
+        front_latency(fake_server, 0.02)
+        inspect_metrics, inspect_reasons = run_inspect(front, "judge-model", tmp_path)
+        inspect_most, front.most_in_flight = front.most_in_flight, 0
+        lmeval_metrics, lmeval_reasons, _ = run_lmeval(front, "judge-model")
+        lmeval_most = front.most_in_flight
+        front_latency(fake_server, 0.0)
+    assert (inspect_most, lmeval_most) == (1, 1)
+    assert len(front.judge_bodies()) == 2 * 30 * CASES and inspect_reasons == lmeval_reasons == []
+    assert inspect_metrics["cacs@10"] == lmeval_metrics["cacs@10"]
+
+
+def test_a_server_reports_its_slots():
+    from clinconsensus_tasks.judge.server_info import in_flight, read_props
+
+    assert read_props({"total_slots": 4, "n_ctx": 8192}) == 4 and read_props({}) is None
+    assert in_flight(32, ServerInfo("llamacpp", None, 4), "j") == 4
+    assert in_flight(2, ServerInfo("llamacpp", None, 4), "j") == 2 and in_flight(32, ServerInfo("vllm", 4096), "j") == 32
+
+
+def front_latency(fake_server, seconds):
+    request = urllib.request.Request(f"{fake_server.base_url}/config", data=json.dumps({"latency": seconds}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=10).read()
 
 
 @pytest.mark.slow

@@ -29,7 +29,7 @@ from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
 from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
 from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed, decoding, openai_client, response_format
 from clinconsensus_tasks.judge.official_template import prompt_record
-from clinconsensus_tasks.judge.server_info import AUTO, ask_server, check_kind, with_thinking_off
+from clinconsensus_tasks.judge.server_info import AUTO, ask_server, check_kind, in_flight, with_thinking_off
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     DEFAULT_FAILURE_THRESHOLD,
     ENV_FAILURE_THRESHOLD,
@@ -287,6 +287,7 @@ async def judge_documents(
 
     # judge/server_info.py, judge/input_limit.py: thinking off where the server takes the switch; the input limit
     server = await asyncio.to_thread(ask_server, settings.base_url, settings.api_key, settings.model, settings.server)
+    settings = replace(settings, concurrency=in_flight(settings.concurrency, server, settings.model))
     settings = replace(settings, extra_body=with_thinking_off(server, settings.extra_body))
     if settings.structured_output:  # the verdict rule reads these replies like any other
         settings = replace(settings, extra_body={**settings.extra_body, "response_format": response_format(server.kind, mode)})

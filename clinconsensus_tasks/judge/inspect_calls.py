@@ -42,7 +42,7 @@ from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.inspect_compat import active_generate_config
 from clinconsensus_tasks.judge.inspect_server import judge_extra_body
 from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed, response_format
-from clinconsensus_tasks.judge.server_info import LLAMA_CPP, ServerInfo
+from clinconsensus_tasks.judge.server_info import LLAMA_CPP, ServerInfo, in_flight
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ENV_FAILURE_THRESHOLD,
     ERROR_REQUEST,
@@ -321,7 +321,9 @@ class InspectJudges:
         each call's tokens are appended to ``spent``."""
         single_client_attempt(model, self.breaker_of(model))  # the breaker sees every HTTP attempt, after the cache
         extra_body = judge_extra_body(model, server) or None  # thinking off where the server takes it
-        slot = self.slots.setdefault(str(model), asyncio.Semaphore(judge_connections(model)))
+        slot = self.slots.get(str(model))
+        if slot is None:  # the role's connections, no more than its server works on at once
+            slot = self.slots[str(model)] = asyncio.Semaphore(in_flight(judge_connections(model), server, str(model)))
         decoding = dict(self.decoding)
         if "response_schema" in decoding and server.kind == LLAMA_CPP:  # its server's own form (judge.protocol)
             del decoding["response_schema"]

@@ -13,14 +13,21 @@ themselves in ``owned_by`` and report the context length as ``max_model_len``; l
 says ``llamacpp``, llama-cpp-python's ``me`` with a ``permissions`` list. The kind also picks the
 form of structured output (``judge.protocol.response_format``). A server that does not answer,
 or answers in another shape, is treated as a hosted API: nothing is added to the request.
+
+How many requests it works on at once (``slots``), where it can be known: llama-cpp-python's
+server one (it holds one model behind a lock: more requests only wait in its queue until the
+client's time-out, and are sent again); llama.cpp's server the ``total_slots`` of its ``GET
+/props``. Both frameworks then keep no more judge requests in flight than that (lm-eval's client
+lowers its concurrency, Inspect's calls wait their turn before they are sent), and say so.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from clinconsensus_tasks.errors import ConfigurationError
@@ -41,6 +48,7 @@ class ServerInfo:
 
     kind: str = OPENAI
     max_model_len: int | None = None
+    slots: int | None = None  # requests the server works on at once, where it says (or is known)
 
     @property
     def takes_chat_template_kwargs(self) -> bool:
@@ -60,10 +68,24 @@ def read_models(listing: Mapping[str, Any], model: str) -> ServerInfo:
     entry = next((e for e in entries if e.get("id") == model), entries[0] if entries else {})
     owner = str(entry.get("owned_by") or "").lower()
     kind = owner if owner in TAKES_CHAT_TEMPLATE_KWARGS else STAND_IN if owner == STAND_IN_OWNER else OPENAI
+    slots = None
     if owner == "llamacpp" or (owner == "me" and "permissions" in entry):  # llama.cpp's server; llama-cpp-python's
         kind = LLAMA_CPP
+        slots = 1 if owner == "me" else None  # llama-cpp-python answers one request at a time
     length = entry.get("max_model_len")
-    return ServerInfo(kind, length if isinstance(length, int) and length > 0 else None)
+    return ServerInfo(kind, length if isinstance(length, int) and length > 0 else None, slots)
+
+
+def read_props(props: Mapping[str, Any]) -> int | None:
+    """llama.cpp's server's ``total_slots`` from its ``GET /props`` reply."""
+    slots = props.get("total_slots")
+    return slots if isinstance(slots, int) and slots > 0 else None
+
+
+def _get_json(url: str, api_key: str) -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
+    with urllib.request.urlopen(request, timeout=ASK_TIMEOUT) as reply:
+        return json.loads(reply.read().decode("utf-8"))
 
 
 _ASKED: dict[tuple[str, str], ServerInfo] = {}
@@ -75,14 +97,27 @@ def ask_server(base_url: str, api_key: str, model: str, declared: str = AUTO) ->
     its ``max_model_len`` is still read if the server reports one."""
     key = (base_url.rstrip("/"), model)
     if key not in _ASKED:
-        request = urllib.request.Request(f"{key[0]}/models", headers={"Authorization": f"Bearer {api_key}"})
         try:
-            with urllib.request.urlopen(request, timeout=ASK_TIMEOUT) as reply:
-                _ASKED[key] = read_models(json.loads(reply.read().decode("utf-8")), model)
+            found = read_models(_get_json(f"{key[0]}/models", api_key), model)
         except (OSError, ValueError):
-            _ASKED[key] = ServerInfo()
+            found = ServerInfo()
+        if found.kind == LLAMA_CPP and found.slots is None:  # llama.cpp's server: /props, beside /v1
+            try:
+                found = replace(found, slots=read_props(_get_json(f"{key[0].removesuffix('/v1')}/props", api_key)))
+            except (OSError, ValueError):
+                pass
+        _ASKED[key] = found
     found = _ASKED[key]
-    return found if declared == AUTO else ServerInfo(declared, found.max_model_len)
+    return found if declared == AUTO else ServerInfo(declared, found.max_model_len, found.slots)
+
+
+def in_flight(concurrency: int, server: ServerInfo, who: str) -> int:
+    """``concurrency`` bounded by the server's ``slots``, saying so on standard error when it is."""
+    if server.slots is None or server.slots >= concurrency:
+        return concurrency
+    print(f"[clinconsensus] judge {who}: its server works on {server.slots} request(s) at a time ({server.kind}); "
+          f"{server.slots} in flight instead of {concurrency}", file=sys.stderr)
+    return server.slots
 
 
 def known_kind(base_url: str | None, model: str) -> str:
