@@ -23,7 +23,7 @@ from clinconsensus_tasks.log_files import (
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult
 from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_scores
-from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, breakdowns, cacs_at_k, summarize
+from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, breakdowns, cacs_at_k, parse_thresholds, summarize
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import totals
 
@@ -41,6 +41,7 @@ class ClinRun:
     n_criteria: int = DEFAULT_N_CRITERIA
     meta: dict[str, Any] = field(default_factory=dict)
     same_as: str = ""
+    thresholds: tuple[int, ...] = DEFAULT_THRESHOLDS  # the run's k of Pass@k and CACS@k, 7 and 10 always among them
 
     @property
     def results(self) -> list[CaseResult]:
@@ -51,14 +52,14 @@ class ClinRun:
         return any(r.graded.dual for r in self.records)
 
     def summary(self) -> dict[str, float]:
-        return summarize(self.results, DEFAULT_THRESHOLDS, self.n_criteria)
+        return summarize(self.results, self.thresholds, self.n_criteria)
 
     def counts(self) -> dict[str, float]:
         """Every count of the metric table (judge failures, empty answers, judge tokens ...)."""
         return totals([r.graded for r in self.records])
 
     def breakdowns(self) -> dict[str, dict[str, dict[str, float]]]:
-        return breakdowns(self.results, DEFAULT_THRESHOLDS, self.n_criteria)
+        return breakdowns(self.results, self.thresholds, self.n_criteria)
 
     def curve(self) -> list[float]:
         met = [r.met for r in self.results]
@@ -178,6 +179,23 @@ def _lmeval_meta(path: Path, tasks: Sequence[str] | None = None) -> dict[str, An
     return meta
 
 
+def with_defaults(thresholds: Sequence[int]) -> tuple[int, ...]:
+    """``thresholds`` and the paper's 7 and 10, largest first (the metric table's order)."""
+    return tuple(sorted(set(thresholds) | set(DEFAULT_THRESHOLDS), reverse=True))
+
+
+def _lmeval_thresholds(samples: Path) -> tuple[int, ...]:
+    """The k an lm-eval run reported CACS@k for (7, 10 and any given in ``--metadata``), read from
+    the results file beside its samples file (same timestamp); 7 and 10 when there is none."""
+    stamp = samples.stem.rsplit("_", 1)[-1]
+    found: set[int] = set()
+    for results in samples.parent.glob(f"results_{stamp}.json"):
+        for metrics in (json.loads(results.read_text(encoding="utf-8")).get("results") or {}).values():
+            names = {name.split(",", 1)[0] for name in metrics}
+            found |= {int(n[5:]) for n in names if n.startswith("cacs@") and n[5:].isdigit()}
+    return with_defaults(found)
+
+
 def _lmeval_results(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text(encoding="utf-8"))
     config = data.get("config") or {}
@@ -225,7 +243,8 @@ def _read_inspect(path: Path, runs: Runs) -> None:
     if task.startswith(CLINCONSENSUS):
         n = int((log.eval.task_args or {}).get("n_criteria") or DEFAULT_N_CRITERIA)
         meta["judges"] = _inspect_judges(path) or meta["judges"]
-        runs.clin.append(ClinRun(name, str(path), read_case_records(path), n, meta))
+        ks = with_defaults(parse_thresholds((log.eval.task_args or {}).get("thresholds") or DEFAULT_THRESHOLDS, n))
+        runs.clin.append(ClinRun(name, str(path), read_case_records(path), n, meta, thresholds=ks))
     elif task.startswith(CLIMEDBENCH):
         results = _climedbench_results(path)
         runs.med.append(MedRun(_run_name(name, _variant(results)), str(path), results, meta))
@@ -264,7 +283,8 @@ def read_runs(paths: Sequence[str | Path]) -> Runs:
         elif is_lmeval_samples(path, CLINCONSENSUS):
             records = read_case_records(path)
             if records:
-                runs.clin.append(ClinRun(model_display_name(path.parent.name), str(path), records, meta=_lmeval_meta(path)))
+                runs.clin.append(ClinRun(model_display_name(path.parent.name), str(path), records, meta=_lmeval_meta(path),
+                                         thresholds=_lmeval_thresholds(path)))
             else:
                 runs.skipped.append((str(path), "no samples"))
         elif is_lmeval_samples(path, CLIMEDBENCH):

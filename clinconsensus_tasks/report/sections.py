@@ -79,7 +79,8 @@ def _ci(interval: tuple[float, float]) -> str:
 
 
 def bootstrap_intervals(
-    results: Sequence[CaseResult], n_criteria: int = DEFAULT_N_CRITERIA, resamples: int = 1000, seed: int = 0, level: float = 0.95
+    results: Sequence[CaseResult], n_criteria: int = DEFAULT_N_CRITERIA, resamples: int = 1000, seed: int = 0, level: float = 0.95,
+    thresholds: Sequence[int] = DEFAULT_THRESHOLDS,
 ) -> dict[str, tuple[float, float]]:
     """Percentile bootstrap intervals of every mean metric, resampling cases with replacement.
 
@@ -89,11 +90,11 @@ def bootstrap_intervals(
     """
     import numpy as np
 
-    names = mean_names()
+    names = mean_names(thresholds)
     if not results:
         return {name: (math.nan, math.nan) for name in names}
     index = np.random.default_rng(seed).integers(0, len(results), size=(resamples, len(results)))
-    draws = [summarize([results[i] for i in row], DEFAULT_THRESHOLDS, n_criteria) for row in index.tolist()]
+    draws = [summarize([results[i] for i in row], thresholds, n_criteria) for row in index.tolist()]
     tail = 100 * (1 - level) / 2
     out = {}
     for name in names:
@@ -111,11 +112,13 @@ def _count_cell(name: str, value: float, cases: int) -> str:
 def leaderboard(runs: Sequence[ClinRun], resamples: int, seed: int) -> tuple[Table, list[str]]:
     """Every mean metric of the metric table with its interval, and the counts that change how a
     score reads (empty and truncated answers, failed judgments, suspect answers); notes for each."""
-    names = mean_names()
+    ks = tuple(sorted({k for run in runs for k in run.thresholds}, reverse=True))  # every run's k, for every run
+    names = mean_names(ks)
     header = ["model", "cases", *[f"{m} [95% CI]" for m in names], *[c.replace("_", " ") for c in LEADERBOARD_COUNTS], "judge"]
     rows, notes = [], []
     for run in runs:
-        s, counts, ci = run.summary(), run.counts(), bootstrap_intervals(run.results, run.n_criteria, resamples, seed)
+        s, counts = summarize(run.results, ks, run.n_criteria), run.counts()
+        ci = bootstrap_intervals(run.results, run.n_criteria, resamples, seed, thresholds=ks)
         cases = int(s["cases"])
         judges = run.meta.get("judges") or [j for j in {x.graded.judge for x in run.records} if j]
         rows.append([run.name, str(cases), *[f"{_f(s[m])} {_ci(ci[m])}" for m in names],

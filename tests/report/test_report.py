@@ -21,6 +21,7 @@ from clinconsensus_tasks.report.html_report import add_report_arguments, build_r
 from clinconsensus_tasks.report.runs import model_display_name as row_name
 from clinconsensus_tasks.report.sections import bootstrap_intervals
 from clinconsensus_tasks.report.svg import radar_chart
+from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import headline_names
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
 from clinconsensus_tasks.scorers.climedbench.scenarios import DIMENSIONS
@@ -56,7 +57,8 @@ def runs(server, tmp_path_factory):
         mp.setenv("CLINCONSENSUS_JUDGE_PROMPT", "project")  # the stand-in server knows the project's prompt
         server.reset()
         plans = [
-            (clinconsensus(data="sample"), "openai-api/cand/cand-model", {"grader": "openai-api/judge/judge-model"}),
+            # a run with its own k (5) beside 7 and 10: the report shows it, for every run
+            (clinconsensus(data="sample", thresholds=[5, 7, 10]), "openai-api/cand/cand-model", {"grader": "openai-api/judge/judge-model"}),
             (clinconsensus(data="sample"), "openai-api/cand/dual-model",
              {"grader": "openai-api/judge/judge-model", "local_grader": "openai-api/judge/judge-alt"}),
             (climedbench(scenarios=",".join(CLIMEDBENCH_SCENARIOS)), "openai-api/cand/examinee-1", None),
@@ -100,6 +102,14 @@ def test_leaderboard_equals_logged_metrics_with_intervals(runs):
             assert f"<td>{point} [{lo}, {hi}]</td>" in runs["html"]
         assert table[row_name(model)]["judge failures"] == str(int(metrics["judge_failures"]))
         assert table[row_name(model)]["cases"] == "12"
+    # The first run's own k: its logged CACS@5 and Pass@5; the other run's, from its records.
+    for model in ("openai-api/cand/cand-model", "openai-api/cand/dual-model"):
+        log, metrics = runs["logs"][model]
+        recomputed = summarize([r.graded.result() for r in read_case_records(log.location)], (5,), 30)
+        for name in ("cacs@5", "pass@5"):
+            point = CELL.match(table[row_name(model)][f"{name} [95% CI]"]).group(1)
+            assert point == f"{metrics.get(name, recomputed[name]):.4f}", (model, name)
+    assert "cacs@5" in runs["logs"]["openai-api/cand/cand-model"][1] and "cacs@5" not in runs["logs"]["openai-api/cand/dual-model"][1]
     # Not every interval is degenerate: the bootstrap did resample.
     assert CELL.match(table["cand-model"]["cacs@10 [95% CI]"]).group(2) != f"{runs['logs']['openai-api/cand/cand-model'][1]['cacs@10']:.4f}"
 
