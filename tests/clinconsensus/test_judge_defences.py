@@ -257,16 +257,27 @@ def test_a_dead_judge_stops_lmeval_at_once(fake_server, monkeypatch):
 # -- 4. a refused request is told apart ------------------------------------------------------------
 
 
-def test_a_400_is_a_request_error_asked_once_in_both_frameworks(fake_server, tmp_path, monkeypatch):
+def test_a_400_for_length_is_a_request_error_that_teaches_the_limit_in_both_frameworks(fake_server, tmp_path, monkeypatch):
+    # The `toolong` judge refuses every request: "maximum context length is 512 tokens". That is
+    # the whole budget of a 512-token verdict, so the limit it teaches (judge/input_limit.py) is 0
+    # input tokens: after the first refusal nothing more is sent, and each judgment fails as a
+    # request, with the server's words or the limit they gave, never asked twice.
     monkeypatch.setenv(ENV_FAILURE_THRESHOLD, "0")  # keep the run going to look at every judgment
+    fake_server.reset()
     log, metrics = run_inspect(tmp_path / "logs", judge="judge-toolong", judge_check=False)
     assert metrics["judge_failures"] == 30 * N_CASES
+    sent_by_inspect = fake_server.stats()["kinds"]["per_criterion"]
     results, _ = run_lmeval(fake_server.base_url, judge="judge-toolong")
+    sent_by_lmeval = fake_server.stats()["kinds"]["per_criterion"] - sent_by_inspect
     judgments = _inspect_log_judgments(log) + [j for r in _lmeval_records(results) for j in r["judgments"]]
     assert {j["error_kind"] for j in judgments} == {"request"}
-    assert all("maximum context length is 512 tokens" in j["error"] for j in judgments)
+    learned = "exceeds the judge's limit of 0 (the server's context of 512 tokens, from its refusal, minus 512 verdict tokens"
+    assert all("maximum context length is 512 tokens" in j["error"] or (learned in j["error"] and j["error"].endswith("; not sent"))
+               for j in judgments), {j["error"] for j in judgments}
     assert all(j["attempts"] == 1 for j in judgments)
-    assert fake_server.stats()["kinds"]["per_criterion"] == 2 * 30 * N_CASES  # each judgment asked once per framework
+    # a case's first criterion at most: the ones in flight before the first refusal came back
+    assert 1 <= sent_by_inspect <= N_CASES and 1 <= sent_by_lmeval <= N_CASES
+    assert sum("maximum context length is 512 tokens" in j["error"] for j in judgments) == sent_by_inspect + sent_by_lmeval
 
 
 def test_the_report_marks_runs_with_judge_failures_and_suspect_answers(fake_server, tmp_path, monkeypatch):
