@@ -9,7 +9,8 @@ import re
 import subprocess
 import sys
 
-from clinconsensus_tasks.cli import HelpFormatter, build_parser, display_width, format_table
+from clinconsensus_tasks.cli import HelpFormatter, build_parser
+from clinconsensus_tasks.commands.tables import display_width, format_table
 
 
 def all_parsers(parser: argparse.ArgumentParser, path: str = "clinconsensus-eval"):

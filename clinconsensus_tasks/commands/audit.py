@@ -92,14 +92,18 @@ def add_arguments(parser: Any) -> None:
     parser.add_argument("--official", metavar="LOG",
                         help="the official judge's run on the sample (Inspect log or lm-eval samples file): read "
                              "its verdicts instead of calling a judge (default: none, the API judge grades the sample)")
+    parser.add_argument("--judge-base-url", help="the API judge's endpoint; default $CLINCONSENSUS_JUDGE_BASE_URL")
+    parser.add_argument("--judge-model", help="the API judge's model name; default $CLINCONSENSUS_JUDGE_MODEL")
 
 
-def main_audit(args: Any, judge_settings: Any) -> int:
-    """``judge_settings()`` gives the API judge's settings; only a run that calls the judge asks."""
+def main(args: Any) -> int:
+    """The API judge's settings are read only by a run that calls the judge."""
+    from clinconsensus_tasks.commands.arguments import judge_settings
+
     if args.sample_ids:
         print(",".join(sample_ids(args.log, args.share, args.seed)))
         return 0
-    settings = None if args.official else judge_settings()
+    settings = None if args.official else judge_settings(args)
     report = audit(args.log, settings, args.share, args.seed, args.judge_mode, args.official)
     print(json.dumps(report, ensure_ascii=False, indent=2))
     return 0

@@ -214,7 +214,7 @@ def _priced(judge: str, price: Prices) -> str:
     return f"{who} at {price.input:g} / {price.cached_input:g} / {price.output:g} per million input / cached input / output tokens"
 
 
-def main_estimate(args: Any) -> int:
+def main(args: Any) -> int:
     from clinconsensus_tasks.scorers.usage import parse_prices
 
     from clinconsensus_tasks.judge.official_template import load_judge_prompt

@@ -68,7 +68,7 @@ from clinconsensus_tasks.stand_in.judges import (
     alt_disagrees, fault_for, oracle_verdict, template_pattern,
 )
 from clinconsensus_tasks.stand_in.server import (
-    MODEL_NAMES_HELP, FakeOpenAIServer, ScriptedRequest, add_server_arguments, build_parser, main, serve,
+    MODEL_NAMES_HELP, FakeOpenAIServer, ScriptedRequest, add_command_arguments, add_server_arguments, build_parser, main, serve,
 )
 from clinconsensus_tasks.stand_in.usage import CHARS_PER_TOKEN, fake_tokens, prompt_tokens, usage_for
 
@@ -76,6 +76,6 @@ __all__ = [
     "CHARS_PER_TOKEN", "FAULT_429", "FAULT_500", "FAULT_MALFORMED_ALWAYS", "FAULT_MALFORMED_ONCE", "FAULT_NONE",
     "HANG_SECONDS", "INJECTION", "MODEL_NAMES_HELP", "THINKING_PREFIX", "FakeOpenAIServer", "ScriptedRequest",
     "alt_disagrees", "build_parser", "candidate_answer", "climedbench_answer", "degraded_case", "fake_tokens",
-    "fault_for", "main", "oracle_verdict", "template_pattern", "usage_for", "add_server_arguments", "serve",
+    "fault_for", "main", "oracle_verdict", "template_pattern", "usage_for", "add_command_arguments", "add_server_arguments", "serve",
     "prompt_tokens",
 ]

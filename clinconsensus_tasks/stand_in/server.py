@@ -351,6 +351,14 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a judge template file (text, or .py with PROMPT) whose filled-in requests to recognise; repeatable (default none)")
 
 
+
+def add_command_arguments(parser: argparse.ArgumentParser) -> None:
+    """``clinconsensus-eval serve-stand-in``: the options, and the model names after them as written."""
+    add_server_arguments(parser)
+    parser.epilog = MODEL_NAMES_HELP
+    parser.formatter_class = type("Formatter", (parser.formatter_class, argparse.RawDescriptionHelpFormatter), {})
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m clinconsensus_tasks.stand_in",

@@ -1,0 +1,31 @@
+"""Arguments several commands share: the thresholds, the judge's settings."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def thresholds_type(text: str) -> tuple[int, ...]:
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import parse_thresholds
+
+    try:
+        return parse_thresholds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_thresholds(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--thresholds", type=thresholds_type, default="7,10", help="k values for Pass@k and CACS@k, comma-separated")
+
+
+def judge_settings(args: argparse.Namespace):
+    import os
+
+    from clinconsensus_tasks.judge.client import JudgeSettings
+
+    env = dict(os.environ)
+    for name in ("base_url", "model", "api_key", "concurrency", "failure_threshold"):
+        value = getattr(args, f"judge_{name}", None)
+        if value is not None:
+            env[f"CLINCONSENSUS_JUDGE_{name.upper()}"] = str(value)
+    return JudgeSettings.from_env(env=env)

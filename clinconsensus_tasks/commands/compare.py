@@ -1,0 +1,29 @@
+"""``clinconsensus-eval compare``: the agreement of two judges or two logs of the same answers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from clinconsensus_tasks.commands.arguments import add_thresholds
+from clinconsensus_tasks.commands.tables import format_table
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("reference", help="Inspect log or lm-eval samples file (the reference judge)")
+    p.add_argument("other", nargs="?", help="a second log of the same answers (another judge or judge mode); "
+                                           "default: the second judge of a dual-judge reference log")
+    add_thresholds(p)
+    p.add_argument("--n-criteria", type=int, default=30, help="criteria per case (N in CACS@k)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def main(args: argparse.Namespace) -> int:
+    from clinconsensus_tasks.commands.tools import compare_logs
+
+    report = compare_logs(args.reference, args.other, args.thresholds, args.n_criteria)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        print("\n".join(format_table(["metric", "value"], [[k, f"{v:.4f}"] for k, v in report.items()], indent="")))
+    return 0

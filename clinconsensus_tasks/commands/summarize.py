@@ -1,0 +1,144 @@
+"""``clinconsensus-eval summarize``: metrics and breakdowns from the records of runs; ``--strict``: the release gate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from clinconsensus_tasks.commands.arguments import add_thresholds
+from clinconsensus_tasks.commands.tables import format_table, number
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("logs", nargs="+", help="Inspect .eval/.json logs or lm-eval samples_clinconsensus_*.jsonl files")
+    add_thresholds(p)
+    p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case, N")
+    p.add_argument("--percent", action="store_true", help="print metrics in percent instead of fractions (the frameworks' scale)")
+    p.add_argument("--json", action="store_true", help="print JSON (fractions) instead of tables")
+    p.add_argument("--prices", action="append", default=[], metavar="[JUDGE=]IN,CACHED,OUT",
+                   help="judge prices per million tokens (input, cached input, output), per judge or for all; repeatable "
+                        "(default: tokens only, no cost)")
+    p.add_argument("--csv", metavar="DIR", help="also write cases.csv and summary.csv to DIR (default: none)")
+    p.add_argument("--strict", action="store_true",
+                   help="the release gate instead of tables: exit 1 unless every run is a release run: finished, the current "
+                        "task version, the public data at the pinned revision, every case, an independent judge named by the run, "
+                        "the official prompt per criterion, at most 1%% failed judgments (CliMedBench: unparseable answers), no "
+                        "suspect answer, header numbers equal to the records' (inspect eval itself exits 0 whatever the status). "
+                        "No environment variable changes the bar; the flags below do, and the verdict line prints them")
+    p.add_argument("--judge-failure-threshold", metavar="SHARE",
+                   help="with --strict: accept this share of failed judgments (default 0.01; another value is printed as an exception)")
+    p.add_argument("--allow-prompt", action="append", default=[], metavar="NAME",
+                   help="with --strict: accept this judge prompt or judge mode besides the official prompt per criterion, or "
+                        "'jury' for a jury's majority (repeatable; printed as an exception; default: the official one only)")
+    p.add_argument("--data-sha256", metavar="SHA",
+                   help="with --strict: the run read a copy of the public file with this sha256 instead of the hub at the "
+                        "pinned revision (printed on the verdict line; default: the hub data at the pinned revision)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from clinconsensus_tasks.clinconsensus.logs import read_case_records
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, summarize
+    from clinconsensus_tasks.scorers.clinconsensus.metric_table import mean_names
+
+    from clinconsensus_tasks.commands.tools import compare_records
+
+    from clinconsensus_tasks.report.costs import judge_usage, usage_rows
+    from clinconsensus_tasks.scorers.usage import parse_prices
+    from clinconsensus_tasks.scorers.clinconsensus.jury import jury_summary
+    from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE
+
+    if args.strict:
+        return _release_gate(args)
+    prices = parse_prices(args.prices)
+    report = {}
+    all_records = {}
+    for path in args.logs:
+        records = all_records[path] = read_case_records(path)
+        rows = [r.graded.result() for r in records]
+        report[path] = {
+            "overall": summarize(rows, args.thresholds, args.n_criteria),
+            "breakdowns": breakdowns(rows, args.thresholds, args.n_criteria),
+            "judge_usage": usage_rows(judge_usage([r.graded for r in records]), prices),
+        }
+        if any(r.graded.dual for r in records):
+            local_rows = [r.graded.role_result(SECOND_ROLE) for r in records]
+            report[path]["local_judge"] = summarize(local_rows, args.thresholds, args.n_criteria)
+            report[path]["local_judge_breakdowns"] = breakdowns(local_rows, args.thresholds, args.n_criteria)
+            compared = compare_records(records, None, args.thresholds, args.n_criteria, where=path)  # the records read above, once
+            report[path]["agreement"] = {k: v for k, v in compared.items() if not k.startswith("other/")}
+        panel = jury_summary([r.graded for r in records], args.thresholds, args.n_criteria)
+        if panel:
+            report[path]["jury"] = panel
+    if args.csv:
+        from clinconsensus_tasks.report.csv_export import write_csv
+
+        written = write_csv(args.csv, all_records, args.thresholds, args.n_criteria, prices)
+        print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+        return 0
+    num = lambda x: number(x, args.percent)  # noqa: E731
+    for path, result in report.items():
+        overall = result["overall"]
+        print(f"== {path}  ({int(overall['cases'])} cases, {int(overall['judge_failures'])} judge failures)")
+        names = mean_names(args.thresholds)
+        print("\n".join(format_table(["", *names], [["overall", *(num(overall[n]) for n in names)]])))
+        for dim, labels in result["breakdowns"].items():
+            print(f"-- by {dim}")
+            rows = [[label, str(int(stats["cases"])), *(num(stats[c]) for c in names)] for label, stats in labels.items()]
+            print("\n".join(format_table(["label", "cases", *names], rows)))
+        if "agreement" in result:
+            print("-- two judges: local judge " + "  ".join(f"{n} {num(result['local_judge'][n])}" for n in names))
+            print("\n".join(format_table(["agreement", "value"], [[k, f"{v:.4f}"] for k, v in result["agreement"].items()])))
+        if "jury" in result:
+            print("\n".join(_jury_lines(result["jury"], names, num)))
+        for row in result["judge_usage"]:
+            cost = "" if row["cost"] is None else f", cost {row['cost']:.4f}"
+            print(f"-- judge {row['judge']}: {row['calls']} calls, {row['prompt_tokens']} prompt tokens "
+                  f"({row['cached_prompt_tokens']} cached), {row['completion_tokens']} completion tokens{cost}")
+        print("(values in %)" if args.percent else "(fractions, as the frameworks report them; --percent for %)")
+    return 0
+
+
+def _jury_lines(jury: dict, names: Sequence[str], num) -> list[str]:
+    interval = lambda k: f"{k['estimate']:.3f} [{k['low']:.3f}, {k['high']:.3f}]"  # noqa: E731
+    lines = [f"-- jury of {len(jury['jurors'])} (strict majority, at least {jury['min_votes']} usable votes): the headline is "
+             f"the panel's verdicts, not the single-judge official protocol; fleiss_kappa {interval(jury['fleiss_kappa'])}"]
+    rows = [[f"{j['role']} {j['judge']}", *(num(j[n]) for n in names), str(int(j["judge_failures"]))] for j in jury["jurors"]]
+    lines += format_table(["juror", *names, "failures"], rows)
+    lines += [f"   kappa {pair} {interval(k)}" for pair, k in jury["pairwise_kappa"].items()]
+    return lines
+
+
+def _release_gate(args: argparse.Namespace) -> int:
+    """``summarize --strict``: one line per problem, naming the run; exit 1 if there is any.
+    The bar is the release profile (``report.release_gate``), loosened only by this command's own
+    flags, never by the environment; each verdict line says what it accepted."""
+    from clinconsensus_tasks.errors import ConfigurationError
+    from clinconsensus_tasks.report.release_gate import RELEASE_FAILURE_SHARE, ReleaseBar, gate_runs, run_problems
+    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import parse_failure_share
+    from clinconsensus_tasks.scorers.redact import redact
+
+    share = RELEASE_FAILURE_SHARE if args.judge_failure_threshold is None else parse_failure_share(
+        args.judge_failure_threshold, "--judge-failure-threshold")
+    try:
+        bar = ReleaseBar(share, (args.data_sha256 or "").strip().lower(), tuple(args.allow_prompt))
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    runs = gate_runs(args.logs)
+    if not runs:
+        print(f"no run to check in {', '.join(args.logs)} (Inspect logs or lm-eval results/samples files)", file=sys.stderr)
+        return 1
+    failed = 0
+    for read in runs:
+        facts = read()
+        problems = run_problems(facts, bar)
+        failed += bool(problems)
+        for problem in problems:
+            print(f"FAIL {facts.where}: {redact(problem)}")
+        if not problems:
+            print(f"ok   {facts.where}: {bar.accepts()}")
+    print(f"{len(runs) - failed} of {len(runs)} run(s) pass the {bar.accepts()}", file=sys.stderr)
+    return 1 if failed else 0
