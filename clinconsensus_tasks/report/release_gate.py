@@ -51,7 +51,7 @@ from clinconsensus_tasks.log_files import (
 )
 from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
-from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, TASK_VERSION as CLIN_VERSION, mean_names
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, TASK_VERSION as CLIN_VERSION, mean_names, reported_thresholds
 from clinconsensus_tasks.scorers.clinconsensus.jury import is_jury
 from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, SECOND_ROLE, failure_tally
 
@@ -237,8 +237,7 @@ def _lmeval_facts(results_path: Path, tasks: Sequence[str], samples: Mapping[str
     facts.records = read_case_records(path)
     first = _first_doc(path)
     facts.data = {k: str((first.get("data_provenance") or {}).get(k) or "") for k in ("data_source", "data_sha256", "data_revision")}
-    facts.thresholds = tuple(sorted({int(n[5:]) for n in facts.header_metrics if n.startswith("cacs@") and n[5:].isdigit()},
-                                    reverse=True)) or (10, 7)
+    facts.thresholds = reported_thresholds(facts.header_metrics) or (10, 7)
     facts.judges_per_case = max([len(r.graded.roles) for r in facts.records] + [1])
     return facts
 

@@ -25,7 +25,7 @@ from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult
 from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_scores
 from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, breakdowns, cacs_at_k, parse_thresholds, summarize
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS
-from clinconsensus_tasks.scorers.clinconsensus.metric_table import totals
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import reported_thresholds, totals
 
 CURVE_KS = range(1, 31)
 
@@ -191,8 +191,7 @@ def _lmeval_thresholds(samples: Path) -> tuple[int, ...]:
     found: set[int] = set()
     for results in samples.parent.glob(f"results_{stamp}.json"):
         for metrics in (json.loads(results.read_text(encoding="utf-8")).get("results") or {}).values():
-            names = {name.split(",", 1)[0] for name in metrics}
-            found |= {int(n[5:]) for n in names if n.startswith("cacs@") and n[5:].isdigit()}
+            found |= set(reported_thresholds(metrics))
     return with_defaults(found)
 
 

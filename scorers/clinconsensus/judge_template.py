@@ -20,6 +20,8 @@ import json
 import string
 from dataclasses import dataclass
 
+from clinconsensus_tasks.scorers.clinconsensus.verdicts import echo_lines, echoes
+
 PLACEHOLDERS: tuple[str, ...] = ("user_message", "response", "rubric_item")
 PROMPT_VARIABLE = "PROMPT"  # the name of the template string in the official judge script
 
@@ -70,8 +72,6 @@ def check_no_verdict_lines(text: str, where: str) -> str:
     (an example such as ``"criteria_met": false`` on a line of its own): the verdict rule refuses a
     reply that repeats a line of its prompt (``verdicts.echoes``), so every reply giving that
     verdict would be refused. Raise :class:`TemplateError` naming ``where`` and the line."""
-    from clinconsensus_tasks.scorers.clinconsensus.verdicts import echo_lines, echoes
-
     blank = {name: "\n" for name in PLACEHOLDERS}
     for met in (True, False):
         reply = {"explanation": "回答满足该标准的要求。", "criteria_met": met}  # an explanation of its own, as judges write

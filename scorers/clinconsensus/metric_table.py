@@ -34,7 +34,7 @@ Framework-free: no Inspect or lm-eval import here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 # Bumped on any change of prompt, verdict parsing or scoring; CHANGELOG.md gets a line for every
 # bump. The Inspect task's version and the generated lm-eval YAMLs' metadata.version read it.
@@ -188,6 +188,13 @@ def display(name: str) -> str:
         if base in m.names(_thresholds_in(base)):
             return m.display
     return FRACTION
+
+
+def reported_thresholds(names: Iterable[str]) -> tuple[int, ...]:
+    """The k of every ``cacs@k`` among metric ``names`` (an lm-eval ``name,filter`` key too),
+    largest first; breakdowns (``cacs@10(subject=...)``) and standard errors are not read."""
+    bases = {name.split(",", 1)[0] for name in names}
+    return tuple(sorted({int(n[5:]) for n in bases if n.startswith("cacs@") and n[5:].isdigit()}, reverse=True))
 
 
 def _thresholds_in(name: str) -> tuple[int, ...]:

@@ -20,3 +20,11 @@ def test_an_lmeval_runs_thresholds_come_from_its_results_file(tmp_path):
                                                                       encoding="utf-8")  # another run's
     assert _lmeval_thresholds(samples) == (10, 7, 5)
     assert with_defaults([12, 5]) == (12, 10, 7, 5)
+
+
+def test_the_thresholds_a_list_of_metric_names_reports():
+    from clinconsensus_tasks.scorers.clinconsensus.metric_table import reported_thresholds
+
+    assert reported_thresholds(["cacs@10", "cacs@7", "pass@5", "rubric_accuracy"]) == (10, 7)
+    assert reported_thresholds(["cacs@5,judge", "cacs@10(subject=心内科),judge", "cacs@10_stderr,judge"]) == (5,)
+    assert reported_thresholds([]) == ()
