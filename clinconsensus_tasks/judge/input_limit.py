@@ -60,6 +60,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
 
 OFFICIAL_MAX_INPUT_TOKENS = 5120  # scripts/run_local_judge.py --max-input-length
 RELEASED_JUDGE = "clinconsensus-judge"  # skylenage/ClinConsensus-Judge-8B, in any provider's spelling
+OFFICIAL_CUT = "the released judge's official input limit"  # the one cut a release run may hold (report.release_gate)
 TEMPLATE_TOKENS = 32  # role markers and the empty thinking block Qwen3's chat template adds
 SAFETY = 0.95  # a limit learned from a refusal is kept this far under it: answers tokenize unevenly
 # Gradings of a case again within a limit learned while it was judged. The first refusal's ratio of
@@ -128,7 +129,7 @@ def judge_input_limit(model: str, server: ServerInfo | None, max_new_tokens: int
         limits.append(InputLimit(server.max_model_len - max_new_tokens,
                                  f"the server's max_model_len {server.max_model_len} minus {max_new_tokens} verdict tokens"))
     if is_released_judge(model):
-        limits.append(InputLimit(OFFICIAL_MAX_INPUT_TOKENS, "the released judge's official input limit"))
+        limits.append(InputLimit(OFFICIAL_MAX_INPUT_TOKENS, OFFICIAL_CUT))
     return min(limits, key=lambda limit: limit.max_tokens or 0, default=InputLimit())
 
 

@@ -51,6 +51,7 @@ from clinconsensus_tasks.log_files import (
 )
 from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
+from clinconsensus_tasks.judge.input_limit import OFFICIAL_CUT
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, TASK_VERSION as CLIN_VERSION, mean_names, reported_thresholds
 from clinconsensus_tasks.scorers.clinconsensus.jury import is_jury
 from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, SECOND_ROLE, failure_tally
@@ -423,6 +424,11 @@ def _judged(run: RunFacts, bar: ReleaseBar) -> list[str]:
         problems.append(f"{tally.failed} of {tally.judged} judgments failed, above the {bar.failure_share:.1%} allowed "
                         f"({reasons}); ask the judge again for them (inspect score LOG --overwrite --action overwrite / "
                         "the lm_eval command again)")
+    cut = sum(1 for r in run.records for role in r.graded.roles.values() if role.input_cut and role.input_cut.get("why") != OFFICIAL_CUT)
+    if cut:
+        problems.append(f"{cut} answer(s) judged with their tail cut to the judge's context (judge_input_cut): a release run's "
+                        "judge reads whole answers (the released judge's official 5,120-token cut excepted); serve the judge "
+                        "with a longer context and ask it again")
     suspect = sum(1 for r in run.records if r.graded.suspect)
     if suspect:
         problems.append(f"{suspect} suspect answer(s) (imitating the judge prompt or carrying a verdict): read them "

@@ -47,3 +47,26 @@ def test_the_bar_has_no_never_and_prints_what_loosens_it():
     bar = ReleaseBar(failure_share=0.05, allow_prompts=("project",))
     assert bar.exceptions() == ["--judge-failure-threshold 0.05", "--allow-prompt project"]
     assert bar.accepts().endswith("EXCEPTIONS: --judge-failure-threshold 0.05, --allow-prompt project")
+
+
+def test_answers_cut_to_a_judges_context_are_not_a_release_run():
+    # A judge with a short context (a refusal taught its limit, or a small max_model_len) judged
+    # cut answers: the official API judge reads whole answers. Only the released judge's own
+    # 5,120-token cut (the official runner's) is part of the protocol.
+    from clinconsensus_tasks.clinconsensus.logs import LoggedCase
+    from clinconsensus_tasks.judge.input_limit import OFFICIAL_CUT
+    from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
+    from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
+
+    def case(why):
+        graded = GradedCase.of_judge("c1", "judge", "per_criterion", [CriterionJudgment(f"r{i}", True, "ok", 1) for i in range(30)])
+        if why:
+            graded = graded.from_dict({**graded.to_dict(), "judge_input_cut": {"answer_chars": 900, "judged_chars": 400,
+                                                                                "limit_tokens": 1656, "why": why}})
+        return LoggedCase(graded)
+
+    run = RunFacts("run.eval", "inspect", "clinconsensus", records=[case(""), case(OFFICIAL_CUT), case("the server's context of 4000 "
+                                                                                                      "tokens, from its refusal")])
+    assert release_gate._judged(run, ReleaseBar()) == [
+        "1 answer(s) judged with their tail cut to the judge's context (judge_input_cut): a release run's judge reads whole "
+        "answers (the released judge's official 5,120-token cut excepted); serve the judge with a longer context and ask it again"]
