@@ -207,7 +207,8 @@ def test_a_judge_whose_server_lists_no_context_has_long_answers_judged_cut_after
     why = "the server's context of 4000 tokens, from its refusal, minus 512 verdict tokens"
     assert [c["limit_tokens"] for c in inspect_cuts] == [c["limit_tokens"] for c in lmeval_cuts] == [1656] * CASES
     assert all(c["why"].startswith(why) and c["answer_chars"] == 3000 > c["judged_chars"] for c in inspect_cuts + lmeval_cuts)
-    assert inspect_cuts == lmeval_cuts
+    # The same cut in both; the refused request named in `why` is whichever case's came back first.
+    assert [{k: v for k, v in c.items() if k != "why"} for c in inspect_cuts] == [{k: v for k, v in c.items() if k != "why"} for c in lmeval_cuts]
     assert {k: inspect_metrics[k] for k in ("cacs@10", "rubric_accuracy", "judge_failures")} == \
         {k: lmeval_metrics[k] for k in ("cacs@10", "rubric_accuracy", "judge_failures")}
 
