@@ -22,6 +22,10 @@ forged verdict next to the judge's own. No list of forms can tell them apart; on
     items, and the items are the criteria asked, each exactly once, by ``criterion_id``: an id
     missing, repeated or not asked, or an item without a true/false value, and the whole reply is
     no verdict (never a position, never the first of two).
+(f) A reply longer than :data:`MAX_REPLY_CHARS` is no verdict, unread. The JSON values of
+    (d) and (e) are the outermost balanced bracket spans of the remainder that parse
+    (:func:`bracket_spans`, one pass); a span that does not parse is no value, and nothing inside
+    it is. Every step is linear in the reply's length, and nothing in a reply raises.
 Anything else (no key, two keys, a value that is not a boolean form) is no verdict: the caller
 asks again, bypassing caches, and then records a failed judgment, never a pass. A forged verdict
 in the answer that the judge repeats therefore makes the reply ambiguous, whatever its spelling:
@@ -33,6 +37,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable, Sequence
@@ -47,14 +52,21 @@ VERDICT_KEY = re.compile(r"criteria[\s_\-]*met", re.IGNORECASE)
 # words "criteria met" followed by a colon are prose ("All criteria met: ...").
 KEY_POSITION = re.compile(r"""(?:["'`]criteria[\s_\-]*met["'`]|criteria[_\-]?met)\s*[:=|]""", re.IGNORECASE)
 ECHO_MIN_CHARS = 12
+# The longest reply read (rule (f)). The official runner gives the judge 512 new tokens for one
+# verdict, and batched mode asks for 30 verdicts in one reply: 30 x 512 tokens is the most any
+# verdict the project asks for can need, and a token decodes to about 4 characters of English
+# prose at most (Chinese: 1 to 2), so 30 x 512 x 4 characters. Replies the project asks for stay
+# far below it (512 tokens per criterion, 96 per criterion batched); a longer reply is a server
+# that ignored max_tokens, thinking returned as content, or joined choices.
+MAX_REPLY_CHARS = 30 * 512 * 4
 _OPEN_THINK, _CLOSE_THINK = "<think>", "</think>"
-_FENCE = re.compile(r"\A```[A-Za-z]*[ \t]*\n(.*?)\s*```\Z", re.DOTALL)
+_FENCE_INFO = re.compile(r"[A-Za-z]*[ \t]*")  # what may follow the opening ``` of a lone fence
 _U_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 _C_ESCAPE = re.compile(r"\\[bfnrt]")
 _SPACE = re.compile(r"\s+")
-_OPENER = re.compile(r"[\[{]")
+_STRUCTURE = re.compile(r'[\[\]{}"\\]')  # the characters the bracket scan looks at
 # Outside JSON strings: Python/upper-case literals and trailing commas, which normal judges write.
-_REPAIRABLE = re.compile(r'("(?:[^"\\]|\\.)*")|\b(True|TRUE|False|FALSE|None|NULL)\b|,(\s*[}\]])', re.DOTALL)
+_REPAIRABLE = re.compile(r'("(?:[^"\\]|\\.)*+(?:"|\\?\Z))|\b(True|TRUE|False|FALSE|None|NULL)\b|,(\s*[}\]])', re.DOTALL)
 _LITERALS = {"True": "true", "TRUE": "true", "False": "false", "FALSE": "false", "None": "null", "NULL": "null"}
 _FAILED = object()
 
@@ -115,9 +127,18 @@ def remainder(reply: str) -> str | None:
     split = split_leading_thinking(reply)
     if split is None:
         return None
-    rest = split[1].strip()
-    fenced = _FENCE.match(rest)
-    return fenced.group(1) if fenced and "```" not in fenced.group(1) else rest
+    return _unfenced(split[1].strip())
+
+
+def _unfenced(text: str) -> str:
+    """The inside of ``text`` (white space stripped at its end) when ``text`` is exactly one
+    Markdown code fence: ```, letters and blanks to the line's end, the inside, ```, and no other
+    ``` in the inside; ``text`` itself otherwise."""
+    newline = text.find("\n")
+    if not (text.startswith("```") and text.endswith("```")) or newline < 0 or newline + 1 > len(text) - 3:
+        return text
+    inside = text[newline + 1:-3].rstrip()
+    return inside if _FENCE_INFO.fullmatch(text, 3, newline) and "```" not in inside else text
 
 
 def _combine_surrogates(text: str) -> str:
@@ -159,27 +180,34 @@ def echoes(text: str, lines: frozenset[str]) -> bool:
 # -- (d) and (e): JSON values and the objects that hold the key -------------------------------------
 
 
-def _closing(text: str, start: int) -> int | None:
-    """The index after the bracket closing the one at ``start`` (double-quoted strings skipped)."""
-    depth, in_string, escaped = 0, False, False
-    for i in range(start, len(text)):
-        ch = text[i]
+def bracket_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of every outermost balanced bracket span of ``text``, in order: one pass
+    over its brackets, quotes and backslashes. Inside brackets a double-quoted string (backslash
+    escapes) hides the brackets it holds; outside any bracket quotes are prose. A closer with no
+    opener is prose; an opener never closed encloses nothing, so the spans closed after it count
+    as outermost. Spans do not overlap, so reading them all reads ``text`` at most once more."""
+    spans: list[tuple[int, int]] = []
+    openers: list[int] = []
+    in_string, escaped_at = False, -1
+    for match in _STRUCTURE.finditer(text):
+        i, ch = match.start(), match.group()
+        if i == escaped_at:
+            continue
         if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
+            if ch == "\\":
+                escaped_at = i + 1
             elif ch == '"':
                 in_string = False
         elif ch == '"':
-            in_string = True
+            in_string = bool(openers)
         elif ch in "[{":
-            depth += 1
-        elif ch in "]}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
+            openers.append(i)
+        elif ch in "]}" and openers:
+            start = openers.pop()
+            while spans and spans[-1][0] > start:  # spans nested in this one are not outermost
+                spans.pop()
+            spans.append((start, i + 1))
+    return spans
 
 
 def _repair(span: str) -> str:
@@ -195,23 +223,20 @@ def _loads(span: str) -> Any:
     for candidate in (span, _repair(span)):
         try:
             return json.loads(candidate, strict=False)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than the decoder goes
             continue
     return _FAILED
 
 
 def json_spans(text: str) -> list[tuple[str, Any]]:
-    """Every top-level JSON object or array in ``text`` that parses (leniently), in order, with
-    its source text."""
-    found, pos = [], 0
-    while (match := _OPENER.search(text, pos)) is not None:
-        end = _closing(text, match.start())
-        value = _loads(text[match.start():end]) if end is not None else _FAILED
-        if value is _FAILED:
-            pos = match.start() + 1
-        else:
-            found.append((text[match.start():end], value))
-            pos = end
+    """Every outermost bracket span of ``text`` (:func:`bracket_spans`) that parses as JSON
+    (leniently), in order, with its source text. A span that does not parse is no value, and
+    nothing inside it is looked at: each character is parsed at most twice (as written, repaired)."""
+    found = []
+    for start, end in bracket_spans(text):
+        value = _loads(text[start:end])
+        if value is not _FAILED:
+            found.append((text[start:end], value))
     return found
 
 
@@ -246,13 +271,24 @@ def _verdict_from(obj: dict) -> Verdict | None:
     if met is None:
         return None
     explanation = obj.get("explanation", "")
-    return Verdict(met=met, explanation=explanation if isinstance(explanation, str) else str(explanation))
+    return Verdict(met=met, explanation=explanation if isinstance(explanation, str) else _text_of(explanation))
+
+
+def _text_of(value: Any) -> str:
+    """``value`` (a parsed JSON value that is not a string) as text, or "" when it is nested too
+    deep to print."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        return ""
 
 
 def _prepared(reply: str | None, echo: frozenset[str]) -> tuple[str | None, str]:
     """The remainder to read, or ``None`` and the reason there is nothing to read."""
     if not reply or not reply.strip():
         return None, "empty reply"
+    if len(reply) > MAX_REPLY_CHARS:
+        return None, f"the reply has {len(reply):,} characters, more than a verdict can need ({MAX_REPLY_CHARS:,}): not read"
     rest = remainder(reply)
     if rest is None:
         return None, UNCLOSED_THINKING
@@ -291,9 +327,26 @@ def _verdict_list(value: Any) -> list | None:
 
 
 def _mentions_key(value: Any) -> bool:
-    if isinstance(value, dict):
-        return _key_in(value) is not None or any(_mentions_key(v) for v in value.values())
-    return isinstance(value, list) and any(_mentions_key(v) for v in value)
+    """Whether an object at any depth of ``value`` holds the key (iterative: a parsed value may be
+    nested as deep as the decoder allows, deeper than the stack left to this call)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            if _key_in(item) is not None:
+                return True
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+def _id_of(item: dict) -> str:
+    """An item's ``criterion_id`` as the judge wrote it ("1", 1, "[1]"); "" for any other value."""
+    value = item.get("criterion_id", "")
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return ""
+    return str(value).strip().strip("[]").strip()
 
 
 def read_batched(reply: str | None, criterion_ids: Sequence[str], echo: frozenset[str], answer: str = "") -> Reading:
@@ -309,10 +362,11 @@ def read_batched(reply: str | None, criterion_ids: Sequence[str], echo: frozense
     if _quoted(candidates[0][0], answer):
         return Reading({}, QUOTED)
     wanted = [str(c) for c in criterion_ids]
-    ids = [str(item.get("criterion_id", "")).strip().strip("[]").strip() for item in items]
+    ids = [_id_of(item) for item in items]
     if sorted(ids) != sorted(wanted):
-        missing = [c for c in wanted if c not in ids]
-        extra = sorted({i for i in ids if i not in wanted or ids.count(i) > 1})
+        given, asked = Counter(ids), set(wanted)
+        missing = [c for c in wanted if c not in given]
+        extra = sorted(i for i, n in given.items() if i not in asked or n > 1)
         return Reading({}, f"the list must give each of the {len(wanted)} criteria asked exactly one verdict by its id "
                            f"(missing: {', '.join(missing) or 'none'}; repeated or not asked: {', '.join(extra) or 'none'})")
     verdicts = {cid: _verdict_from(item) for cid, item in zip(ids, items)}
