@@ -375,3 +375,46 @@ def test_a_batched_reply_that_does_not_give_each_criterion_one_verdict_by_id_is_
     judgments = _inspect_log_judgments(log) + [j for r in _lmeval_records(results) for j in r["judgments"]]
     assert {(j["met"], j["error_kind"], j["attempts"]) for j in judgments} == {(None, "unparseable", 2)}
     assert all("exactly one verdict by its id" in j["error"] for j in judgments)
+
+
+# -- 6. a reply longer than any verdict needs (issue 34.1) -----------------------------------------
+
+FLOOD = 70_000  # characters: over the rule's cap (verdicts.MAX_REPLY_CHARS, 61,440)
+TOO_LONG = f"the reply has {FLOOD:,} characters, more than a verdict can need (61,440): not read"
+
+
+def _flood(verdict: str) -> str:
+    """Stands in for a server that ignored max_tokens: opening braces (the shape that took the old
+    rule 30 s at 32 KB), then the judge's real verdict."""
+    return "{" * (FLOOD - len(verdict)) + verdict
+
+
+def _honest(request, mode: str) -> str:
+    return json.dumps([{"criterion_id": i, "criteria_met": False} for i in _batched_ids(request)]) if mode == "batched" else NOT_MET
+
+
+@pytest.mark.parametrize("mode", ["per_criterion", "batched"])
+@pytest.mark.parametrize("floods", ["first", "always"])
+def test_a_reply_longer_than_a_verdict_can_need_is_no_verdict_then_asked_again_in_both_frameworks(fake_server, tmp_path, monkeypatch, mode, floods):
+    # A flooded first reply is no verdict, unread (its size named), and the usual re-ask gets the
+    # judge's verdict; a judge that floods every reply leaves each judgment failed after the
+    # re-ask, with the size as its reason: the same numbers, attempts and reasons in both.
+    monkeypatch.setenv(ENV_FAILURE_THRESHOLD, "0")
+
+    def judge(request):
+        reask = any(m.get("role") == "assistant" for m in request.messages)
+        return _honest(request, mode) if reask and floods == "first" else _flood(_honest(request, mode))
+
+    fake_server.script("judge-flood", judge)
+    log, inspect_metrics = run_inspect(tmp_path / "logs", judge="judge-flood", judge_mode=mode)
+    results, lmeval_metrics = run_lmeval(fake_server.base_url, judge="judge-flood", mode=mode)
+    judgments = _inspect_log_judgments(log) + [j for r in _lmeval_records(results) for j in r["judgments"]]
+    assert len(judgments) == 2 * 30 * N_CASES
+    for metrics in (inspect_metrics, lmeval_metrics):
+        assert {k: metrics[k] for k in HEADLINE} == (ZERO if floods == "first" else FAILED_ALL)
+    if floods == "first":
+        assert {(j["met"], j["attempts"], j["error"]) for j in judgments} == {(False, 2, None)}
+    else:
+        assert {(j["met"], j["error_kind"], j["attempts"]) for j in judgments} == {(None, "unparseable", 2)}
+        assert all(j["error"].startswith(f"{'unparseable verdict' if mode == 'per_criterion' else 'no usable verdict for these criteria'} ({TOO_LONG})")
+                   for j in judgments), {j["error"][:200] for j in judgments}
