@@ -246,22 +246,51 @@ def front_latency(fake_server, seconds):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["vllm", "openai"])
-def test_thinking_off_exactly_where_the_server_takes_the_switch(fake_server, tmp_path, kind):
+@pytest.mark.parametrize("kind, judge", [("vllm", RELEASED), ("vllm", "ClinConsensus-Judge-8B"), ("openai", "judge-model"),
+                                         ("openai", RELEASED)])
+def test_thinking_off_exactly_where_the_server_takes_the_switch(fake_server, tmp_path, kind, judge):
     # The released judge's template thinks unless told; vLLM takes the switch, OpenAI's API answers
-    # 400 to it. No setting is given: the kind comes from GET /v1/models.
+    # 400 to it. No setting is given: the kind comes from GET /v1/models. Every request carries
+    # the same fields (judge.protocol.request_fields), the judge check's included: on vLLM each of
+    # the 61 requests of a framework (1 check, 60 judgments) has the switch; a hosted API gets it
+    # in none, whatever the judge is called.
+    from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS
+
     with ServerFront(fake_server.base_url, kind) as front:
-        inspect_metrics, inspect_reasons = run_inspect(front, "judge-model", tmp_path)
-        inspect_bodies = front.judge_bodies()
+        inspect_metrics, inspect_reasons = run_inspect(front, judge, tmp_path)
+        inspect_bodies = list(front.bodies)
         front.bodies.clear()
-        lmeval_metrics, lmeval_reasons, _ = run_lmeval(front, "judge-model")
-        lmeval_bodies = front.judge_bodies()
-    assert len(inspect_bodies) == len(lmeval_bodies) == 30 * CASES
-    expected = [{"enable_thinking": False}] * (30 * CASES) if kind == "vllm" else [None] * (30 * CASES)
+        lmeval_metrics, lmeval_reasons, _ = run_lmeval(front, judge)
+        lmeval_bodies = list(front.bodies)
+    sent = 30 * CASES + 1
+    for bodies in (inspect_bodies, lmeval_bodies):
+        assert len(bodies) == sent and [b["max_tokens"] for b in bodies].count(PROBE_MAX_TOKENS) == 1
+        assert {b["model"] for b in bodies} == {judge}
+    expected = [{"enable_thinking": False}] * sent if kind == "vllm" else [None] * sent
     assert [b.get("chat_template_kwargs") for b in inspect_bodies] == expected
     assert [b.get("chat_template_kwargs") for b in lmeval_bodies] == expected
     assert front.refused == [] and inspect_reasons == lmeval_reasons == []
     assert inspect_metrics["cacs@10"] == lmeval_metrics["cacs@10"] and inspect_metrics["judge_failures"] == lmeval_metrics["judge_failures"] == 0
+
+
+@pytest.mark.parametrize("kind", ["vllm", "openai"])
+def test_the_solvers_judge_check_carries_the_judgments_fields(fake_server, monkeypatch, kind):
+    # Judges whose client is not the plain OpenAI SDK are checked by the solver (inspect_task._probe),
+    # through Inspect's generate: its one request carries what a judgment to that judge carries.
+    import asyncio
+
+    from inspect_ai.model import get_model
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import _probe
+    from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS
+
+    with ServerFront(fake_server.base_url, kind) as front:
+        monkeypatch.setenv("FRONT_BASE_URL", front.base_url)
+        monkeypatch.setenv("FRONT_API_KEY", "test-key")
+        asyncio.run(_probe([get_model(f"openai-api/front/{RELEASED}", memoize=False)]))
+    assert [(b["model"], b["max_tokens"]) for b in front.bodies] == [(RELEASED, PROBE_MAX_TOKENS)]
+    assert front.bodies[0].get("chat_template_kwargs") == ({"enable_thinking": False} if kind == "vllm" else None)
+    assert front.refused == []
 
 
 @pytest.mark.slow
@@ -328,6 +357,7 @@ def test_dual_judge_recipe_as_pasted(fake_server, tmp_path, monkeypatch):
     assert hosted.refused == local.refused == []
     assert sent_inspect == (30 * CASES, 30 * CASES)
     assert all("chat_template_kwargs" not in b for b in hosted.bodies)
-    assert [b["chat_template_kwargs"] for b in local.judge_bodies()] == [{"enable_thinking": False}] * (2 * 30 * CASES)
+    # Every request to the local judge has the switch, each framework's judge check included.
+    assert [b.get("chat_template_kwargs") for b in local.bodies] == [{"enable_thinking": False}] * (2 * (30 * CASES + 1))
     for name in ("cacs@10", "local/cacs@10", "agreement/percent", "judge_failures", "local/judge_failures"):
         assert inspect_metrics[name] == lmeval_metrics[name], name

@@ -36,7 +36,7 @@ from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.inspect_compat import PrerequisiteError, register_logged_scorer_name
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
-from clinconsensus_tasks.judge.inspect_server import judges_provenance, server_of
+from clinconsensus_tasks.judge.inspect_server import judge_extra_body, judges_provenance, server_of
 from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
 from clinconsensus_tasks.judge import protocol
 from clinconsensus_tasks.judge.protocol import check_failed
@@ -222,8 +222,9 @@ def generate_with_judge_check(role: str = GRADER_ROLE, allow_self_grading: bool 
 async def _probe(judges: list[Model]) -> None:
     for judge in judges:
         single_client_attempt(judge)
-        try:
-            await judge.generate(to_chat(PROBE_MESSAGES), config=probe_call_config(), cache=False)
+        try:  # with the fields every request to this judge carries (thinking off where its server takes it)
+            extra_body = judge_extra_body(judge, await server_of(judge)) or None
+            await judge.generate(to_chat(PROBE_MESSAGES), config=probe_call_config(extra_body), cache=False)
         except Exception as exc:
             raise shown_alone(check_failed(str(judge), str(judge.api.base_url), classify(exc)[1], CHECK_HINT)) from None
 

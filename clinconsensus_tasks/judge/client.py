@@ -27,9 +27,9 @@ from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.settings_table import GRADER, ROLE_ENV_PREFIX
 from clinconsensus_tasks.judge.cache import JudgeCache, cache_key
 from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
-from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed, decoding, openai_client, response_format
+from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed, decoding, openai_client, request_fields, response_format
 from clinconsensus_tasks.judge.official_template import prompt_record
-from clinconsensus_tasks.judge.server_info import AUTO, ask_server, check_kind, in_flight, with_thinking_off
+from clinconsensus_tasks.judge.server_info import AUTO, ask_server, check_kind, in_flight
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     DEFAULT_FAILURE_THRESHOLD,
     ENV_FAILURE_THRESHOLD,
@@ -176,11 +176,13 @@ def retry_delay(attempt: int) -> float:
 def probe_judge(settings: JudgeSettings, skip_hint: str = "") -> None:
     """Send the judge one tiny request now, before anything is paid for; a judge that does not
     answer raises :class:`ConfigurationError` (one line, no key: the SDK's error is quoted redacted,
-    not chained, since its text may repeat what the server was sent)."""
+    not chained, since its text may repeat what the server was sent). It carries the fields every
+    request to this judge carries (``protocol.request_fields``: thinking off where the server takes it)."""
     client = openai_client(settings, asynchronous=False)
     try:
+        server = ask_server(settings.base_url, settings.api_key, settings.model, settings.server)  # once per process
         client.chat.completions.create(model=settings.model, messages=PROBE_MESSAGES, max_tokens=PROBE_MAX_TOKENS,  # type: ignore[arg-type]
-                                       extra_body=dict(settings.extra_body) or None)
+                                       extra_body=request_fields(server, settings.extra_body) or None)
     except Exception as exc:
         raise check_failed(repr(settings.model), settings.base_url, classify(exc)[1],
                            f"Check CLINCONSENSUS_JUDGE_BASE_URL, _MODEL and _API_KEY{skip_hint}.") from None
@@ -288,7 +290,7 @@ async def judge_documents(
     # judge/server_info.py, judge/input_limit.py: thinking off where the server takes the switch; the input limit
     server = await asyncio.to_thread(ask_server, settings.base_url, settings.api_key, settings.model, settings.server)
     settings = replace(settings, concurrency=in_flight(settings.concurrency, server, settings.model))
-    settings = replace(settings, extra_body=with_thinking_off(server, settings.extra_body))
+    settings = replace(settings, extra_body=request_fields(server, settings.extra_body))  # as the judge check's
     if settings.structured_output:  # the verdict rule reads these replies like any other
         settings = replace(settings, extra_body={**settings.extra_body, "response_format": response_format(server.kind, mode)})
     batch, paid = await prefill_by_batch(answers, docs, settings, mode, template) if settings.batch else ({}, {})

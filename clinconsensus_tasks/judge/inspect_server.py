@@ -17,6 +17,7 @@ from typing import Any
 
 from inspect_ai.model import Model
 
+from clinconsensus_tasks.judge.protocol import request_fields
 from clinconsensus_tasks.judge.provenance import judge_provenance, jurors_provenance
 from clinconsensus_tasks.judge.server_info import (
     AUTO,
@@ -25,7 +26,6 @@ from clinconsensus_tasks.judge.server_info import (
     VLLM,
     ServerInfo,
     ask_server,
-    with_thinking_off,
 )
 
 _PROVIDER_KINDS = {"VLLMAPI": VLLM, "SGLangAPI": SGLANG}
@@ -39,6 +39,12 @@ def _served_name(model: Model) -> str:
 
 async def server_of(model: Model) -> ServerInfo:
     """The judge's :class:`ServerInfo` (``openai`` kind for in-process and hosted providers)."""
+    return await asyncio.to_thread(server_now, model)
+
+
+def server_now(model: Model) -> ServerInfo:
+    """:func:`server_of` for a caller outside the event loop (the judge check made while the task is
+    built): the server is asked here, blocking, once per URL and model (``ask_server``)."""
     api = model.api
     if type(api).__name__ == "HuggingFaceAPI":
         if getattr(api, "enable_thinking", None) is None:
@@ -47,12 +53,13 @@ async def server_of(model: Model) -> ServerInfo:
     declared = _PROVIDER_KINDS.get(type(api).__name__, AUTO)
     if not api.base_url:
         return ServerInfo(OPENAI if declared == AUTO else declared)
-    return await asyncio.to_thread(ask_server, api.base_url, str(api.api_key or ""), _served_name(model), declared)
+    return ask_server(api.base_url, str(api.api_key or ""), _served_name(model), declared)
 
 
 def judge_extra_body(model: Model, server: ServerInfo) -> dict[str, Any]:
-    """The ``extra_body`` of a judge call: the role's own config's, plus thinking off where taken."""
-    return with_thinking_off(server, getattr(model.config, "extra_body", None) or {})
+    """The ``extra_body`` of every request to a judge, the judge check's and each judgment's: the
+    role's own config's, plus thinking off where taken (``protocol.request_fields``)."""
+    return request_fields(server, getattr(model.config, "extra_body", None))
 
 
 def judges_provenance(graders: list[Model], local: Model | None, mode: str, prompt: dict[str, str]) -> dict[str, Any]:

@@ -8,6 +8,8 @@ lm-eval path and the command line in ``judge.client``, the provider's batch API 
 * :func:`decoding`: the decoding settings of a call (temperature 0, ``max_tokens``, the judge's
   ``extra_body``). The batch API's requests and the verdict cache's keys are built from it, so a
   batch answer is found again by the synchronous client byte for byte;
+* :func:`request_fields`: the extra fields every request to a judge carries, the judge check's
+  and every judgment's alike (its ``extra_body``, and thinking off where its server takes it);
 * the judge check: :data:`PROBE_MESSAGES` with :data:`PROBE_MAX_TOKENS`, and
   :func:`check_failed`, the one message of a judge that did not answer it;
 * :func:`openai_client`: the SDK client every OpenAI-compatible request goes through (grading,
@@ -20,10 +22,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from clinconsensus_tasks.errors import ConfigurationError
+from clinconsensus_tasks.judge.server_info import ServerInfo, with_thinking_off
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_MESSAGES
 from clinconsensus_tasks.scorers.redact import redact
 
-__all__ = ["PROBE_MAX_TOKENS", "PROBE_MESSAGES", "check_failed", "decoding", "openai_client", "response_format"]
+__all__ = ["PROBE_MAX_TOKENS", "PROBE_MESSAGES", "check_failed", "decoding", "openai_client", "request_fields", "response_format"]
 
 PROBE_MAX_TOKENS = 8  # the judge check asks for a word, not a verdict
 
@@ -32,6 +35,16 @@ def decoding(max_tokens: int, extra_body: Mapping[str, Any] | None = None) -> di
     """The decoding settings of one judge call: greedy, ``max_tokens`` new tokens, and the judge's
     ``extra_body`` (thinking switch, ``response_format``) merged in."""
     return {"temperature": 0.0, "max_tokens": max_tokens, **dict(extra_body or {})}
+
+
+def request_fields(server: ServerInfo, extra_body: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The extra fields of every request to a judge on ``server``: the judge check's and each
+    judgment's, in both frameworks, so they cannot differ. The judge's own ``extra_body``, plus
+    ``chat_template_kwargs: {"enable_thinking": false}`` where the server takes it (vLLM, SGLang:
+    the released judge thinks unless told, and the official runner told it); a hosted API gets
+    nothing added (``judge.server_info``). A judgment may add ``response_format`` on top (the
+    check asks for a word, not a verdict)."""
+    return with_thinking_off(server, extra_body or {})
 
 
 def response_format(server_kind: str, mode: str) -> dict[str, Any]:
