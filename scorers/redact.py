@@ -76,24 +76,34 @@ def held_secrets(env: Mapping[str, str] | None = None) -> set[str]:
     return found
 
 
-def redact(text: str, secrets: Iterable[str] | None = None) -> str:
-    """``text`` with URL user-info and every held secret replaced by ``***``."""
+def redact(text: str, secrets: Iterable[str] | None = None, by_form: bool = True) -> str:
+    """``text`` with URL user-info and every held secret replaced by ``***``. With ``by_form`` off,
+    only the secrets themselves are (not a URL's user-info or a value named as a credential, which
+    are found by their form): for text still to be parsed, such as a judge's JSON reply, where
+    masking ``"password: 123456\\"`` would also eat the escape before a quote and break the JSON."""
     if not text:
         return text
-    text = _USERINFO.sub(lambda m: m.group("scheme") + MASK + "@", text)
-    text = _CREDENTIAL.sub(lambda m: m.group("name") + MASK, text)
+    if by_form:
+        text = _USERINFO.sub(lambda m: m.group("scheme") + MASK + "@", text)
+        text = _CREDENTIAL.sub(lambda m: m.group("name") + MASK, text)
     for secret in sorted(held_secrets() if secrets is None else secrets, key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
 
 
-def _redacted(value: object, secrets: set[str]) -> object:
+def redact_value(value: T, secrets: Iterable[str] | None = None, by_form: bool = True) -> T:
+    """``value`` (JSON-like data: strings, dicts, lists, tuples) with :func:`redact` applied to every
+    string in it, dict keys left as they are; other values unchanged. A new structure is returned."""
+    return _redacted(value, set(held_secrets() if secrets is None else secrets), by_form)  # type: ignore[return-value]
+
+
+def _redacted(value: object, secrets: set[str], by_form: bool = True) -> object:
     if isinstance(value, str):
-        return redact(value, secrets)
+        return redact(value, secrets, by_form)
     if isinstance(value, dict):
-        return {k: _redacted(v, secrets) for k, v in value.items()}
+        return {k: _redacted(v, secrets, by_form) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_redacted(v, secrets) for v in value)
+        return type(value)(_redacted(v, secrets, by_form) for v in value)
     return value
 
 

@@ -40,7 +40,7 @@ from inspect_ai.scorer import SampleScore
 from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.inspect_compat import active_generate_config
-from clinconsensus_tasks.judge.inspect_server import judge_extra_body
+from clinconsensus_tasks.judge.inspect_server import judge_extra_body, server_now
 from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed, response_format
 from clinconsensus_tasks.judge.server_info import LLAMA_CPP, ServerInfo, in_flight
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
@@ -56,7 +56,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     status_code_of,
 )
 from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER, GradedCase, failure_tally
-from clinconsensus_tasks.scorers.redact import hold_secret, hold_url_secrets, redact_exception
+from clinconsensus_tasks.scorers.redact import hold_secret, hold_url_secrets, held_secrets, redact_exception, redact_value
 from clinconsensus_tasks.scorers.usage import TokenUsage
 
 JUDGE_CALL_DEFAULTS: dict[str, int] = {"max_retries": 5, "timeout": 600, "attempt_timeout": 180}
@@ -104,8 +104,10 @@ def check_judges_now(judges: list[Model]) -> list[Model]:
         single_client_attempt(judge)  # holds the key as a secret for redaction
         sync = OpenAI(base_url=str(client.base_url), api_key=client.api_key, max_retries=PROBE_LIMITS["max_retries"],
                       timeout=PROBE_LIMITS["attempt_timeout"])
-        try:
-            sync.chat.completions.create(model=judge.api.model_name, messages=PROBE_MESSAGES, max_tokens=PROBE_MAX_TOKENS)  # type: ignore[arg-type]
+        try:  # the fields every request to this judge carries (thinking off where its server takes it)
+            extra_body = judge_extra_body(judge, server_now(judge)) or None
+            sync.chat.completions.create(model=judge.api.model_name, messages=PROBE_MESSAGES, max_tokens=PROBE_MAX_TOKENS,  # type: ignore[arg-type]
+                                         extra_body=extra_body)
         except Exception as exc:
             raise check_failed(str(judge), str(judge.api.base_url), classify(exc)[1], CHECK_HINT) from None
         finally:
@@ -114,9 +116,10 @@ def check_judges_now(judges: list[Model]) -> list[Model]:
     return checked
 
 
-def probe_call_config() -> GenerateConfig:
-    """The judge check's call settings: 8 tokens, :data:`PROBE_LIMITS` whatever the command line says."""
-    return GenerateConfig(max_tokens=PROBE_MAX_TOKENS, **PROBE_LIMITS)
+def probe_call_config(extra_body: dict[str, Any] | None = None) -> GenerateConfig:
+    """The judge check's call settings: 8 tokens, :data:`PROBE_LIMITS` whatever the command line
+    says, and the judge's ``extra_body`` as its judgments have it (:func:`judge_extra_body`)."""
+    return GenerateConfig(max_tokens=PROBE_MAX_TOKENS, extra_body=extra_body, **PROBE_LIMITS)
 
 
 BREAKER_ATTRIBUTE = "_clinconsensus_breaker"
@@ -126,7 +129,8 @@ def single_client_attempt(model: Model, breaker: CircuitBreaker | None = None) -
     """Turn off the retries of the judge's own SDK client, if it has one: Inspect retries. Also
     keep the judge's key out of the log: Inspect stores a failed call's error text (a 401 body
     may repeat the key) in the sample's events, so the judge API's errors are redacted as they
-    are raised (``scorers.redact``), and its key is held as a secret.
+    are raised (``scorers.redact``), and its key is held as a secret; so are its replies, as they
+    are received (:func:`redacted_reply`: a gateway may answer 200 with the key in its text).
 
     With a ``breaker`` (the scorer's), every HTTP attempt Inspect makes goes through it
     (:func:`_guarded`): a dead judge opens it after ``judge_failures.BREAKER_LIMIT`` failed attempts in a row,
@@ -167,10 +171,42 @@ def _guarded(api: Any, call: Callable[..., Any]) -> Callable[..., Any]:
             raise
         if breaker is not None:
             breaker.success()
-        return output
+        return redacted_reply(output)
 
     guarded.guarded = True  # type: ignore[attr-defined]
     return guarded
+
+
+def redacted_reply(result: Any) -> Any:
+    """A judge API's result (``ModelOutput``, or ``(ModelOutput | Exception, ModelCall)``) with the
+    project's redaction (``scorers.redact.redact``) in the reply's text and in the raw response.
+
+    Why here, in the wrapped ``api.generate`` (read in inspect-ai 0.3.285, ``model/_model.py``):
+    ``Model._generate`` records what ``api.generate`` returns in the call's ``ModelEvent``
+    (``complete(output, call)``: ``event.output`` and ``event.call``, then
+    ``transcript()._event_updated``, which writes the event to the sample's realtime buffer and may
+    move it out of memory) and in the response cache (``cache_store``), and only then returns it
+    to the scorer. No public API rewrites a recorded event (hooks only observe; ``GenerateFilter``
+    belongs to the agent bridge), and changing the event after ``generate`` returns would need
+    Inspect's private ``_event_updated`` and still leave the first snapshot in the buffer. Cleaned
+    here, the event, the cache and the scorer all see the same redacted reply, whether fresh or
+    cached. The reply, still to be parsed for a verdict, loses the secrets we hold only
+    (``by_form=False``: masking a value named as a credential can break the reply's JSON); the raw
+    response, which nothing parses, gets the whole redaction. The raw request is not touched: it is
+    the project's prompt, recorded before the call."""
+    output, call = result if isinstance(result, tuple) else (result, None)
+    secrets = held_secrets()
+    if isinstance(output, ModelOutput):
+        data = output.model_dump()
+        clean = redact_value(data, secrets, by_form=False)
+        if clean != data:
+            output = ModelOutput.model_validate(clean)
+    elif isinstance(output, BaseException):
+        redact_exception(output)
+    response = getattr(call, "response", None)
+    if response is not None:
+        call.response = redact_value(response, secrets)  # type: ignore[union-attr]
+    return (output, call) if isinstance(result, tuple) else output
 
 
 def judge_text(output: ModelOutput) -> str:

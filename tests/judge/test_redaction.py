@@ -5,6 +5,7 @@ carries a key in its user-info."""
 
 from __future__ import annotations
 
+import json
 import traceback
 import zipfile
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError, classify
+
+from clinconsensus_tasks.judge.protocol import PROBE_MESSAGES
 
 from frameworks import run_inspect, run_lmeval
 
@@ -119,8 +122,8 @@ def echo_key_in_a_reply(req):
 def test_a_key_in_an_unusable_200_reply_is_stored_in_no_record_of_either_framework(fake_server, monkeypatch, tmp_path, capfd):
     # The reply is kept as the failed judgment's reason (first characters): redacted where every
     # record is stored (GradedCase.to_dict), so neither lm-eval's samples and results files nor the
-    # scores of the .eval log hold the key. (Inspect's transcript keeps each model call's raw reply,
-    # as it does for every model call, and the caches keep raw replies: docs/secrets.md.)
+    # scores of the .eval log hold the key. (Inspect's transcript of the judge calls: the test after
+    # the next; the verdict cache keeps raw replies: docs/secrets.md.)
     from inspect_ai.log import read_eval_log
 
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_API_KEY", KEY)
@@ -156,3 +159,64 @@ def test_a_key_in_lmeval_model_args_never_reaches_the_report(fake_server, tmp_pa
     texts = {name: Path(written[name]).read_text(encoding="utf-8") for name in ("html", "markdown")}
     assert all("***" in text for text in texts.values())
     assert_no_key(texts)
+
+
+def verdict_quoting_the_key(req):
+    """A gateway that answers 200 with a usable verdict whose explanation repeats the bearer key."""
+    return json.dumps({"explanation": f"checked with Authorization Bearer {KEY}", "criteria_met": True})
+
+
+@pytest.mark.parametrize("reply", [echo_key_in_a_reply, verdict_quoting_the_key], ids=["no-verdict", "verdict"])
+def test_a_key_in_a_200_reply_is_nowhere_in_the_inspect_log_transcript_included(fake_server, monkeypatch, tmp_path, reply):
+    # Issue 34, item 4: the judge's reply is redacted as Inspect receives it (judge.inspect_calls._guarded),
+    # before the ModelEvent records it, so neither the event's output nor its raw call response, nor
+    # the response cache, holds the key; the verdict read from the redacted reply is the same.
+    from inspect_ai.event import ModelEvent
+    from inspect_ai.log import read_eval_log
+
+    monkeypatch.setenv("JUDGE_API_KEY", KEY)  # the grader role's bearer key
+    fake_server.script(ECHO_JUDGE, reply)
+    log, _ = run_inspect(tmp_path / "logs", judge=ECHO_JUDGE, judge_failure_threshold=0)
+    samples = read_eval_log(log.location).samples
+    judge_events = [e for s in samples for e in s.events if isinstance(e, ModelEvent) and e.role == "grader"]
+    calls = [e.call.response for e in judge_events if e.call is not None and e.call.response]  # Inspect keeps the first few
+    judged = [e for e in judge_events if e.input and e.input[0].text != PROBE_MESSAGES[0]["content"]]
+    assert judged and calls and all("***" in e.output.completion for e in judged)
+    assert any("***" in json.dumps(response) for response in calls)
+    if reply is verdict_quoting_the_key:
+        records = [s.scores["rubric_scorer"].metadata for s in samples]
+        assert all(r["failures"] == 0 and r["met"] == r["judged"] == len(r["judgments"]) for r in records)
+    assert_no_key({**bytes_of(tmp_path / "logs"), **bytes_of(tmp_path / "inspect-cache")})
+
+
+def test_a_judge_reply_is_rebuilt_only_when_it_holds_a_key(monkeypatch):
+    from inspect_ai.model import ModelCall, ModelOutput
+
+    from clinconsensus_tasks.judge.inspect_calls import redacted_reply
+
+    monkeypatch.setenv("JUDGE_API_KEY", KEY)
+    clean = ModelOutput.from_content("judge", '{"explanation": "ok", "criteria_met": true}')
+    assert redacted_reply(clean) is clean  # nothing to remove: the very object Inspect returned
+    leaky = ModelOutput.from_content("judge", f"key {KEY}")
+    call = ModelCall.create({"model": "judge"}, {"choices": [{"message": {"content": f"key {KEY}"}}]})
+    output, same_call = redacted_reply((leaky, call))
+    assert output.completion == output.message.text == "key ***" and same_call is call
+    assert call.response == {"choices": [{"message": {"content": "key ***"}}]}
+    error, _ = redacted_reply((RuntimeError(f"bad {KEY}"), None))
+    assert str(error) == "bad ***"
+
+
+def test_redacting_a_judge_reply_changes_no_verdict(monkeypatch):
+    # A value named as a credential, quoted in the explanation: masking it by its form would eat
+    # the escape before the quote and break the JSON; the reply loses only the keys we hold.
+    from inspect_ai.model import ModelOutput
+
+    from clinconsensus_tasks.judge.inspect_calls import redacted_reply
+    from clinconsensus_tasks.scorers.clinconsensus.verdicts import read_verdict
+
+    monkeypatch.setenv("JUDGE_API_KEY", KEY)
+    reply = json.dumps({"explanation": f'答案写了 "password: 123456" 和 {KEY}', "criteria_met": True}, ensure_ascii=False)
+    output = redacted_reply(ModelOutput.from_content("judge", reply))
+    assert KEY not in output.completion and "password: 123456" in output.completion
+    assert read_verdict(output.completion, frozenset()) == read_verdict(reply.replace(KEY, "***"), frozenset())
+    assert read_verdict(output.completion, frozenset()).verdicts[None].met is True
