@@ -38,10 +38,13 @@ import unicodedata
 from typing import Sequence
 
 # A marker, an optional 是/为, an optional colon, optional opening brackets/emphasis, the letter.
-# Longer markers come first so "正确答案" and "选项" are consumed whole.
+# Longer markers come first so "正确答案" and "选项" are consumed whole. White space may follow
+# the marker and each optional part; every \s* after the first comes right after a character it
+# cannot match, so a run of white space is read one way only (linear time: four bare \s* in a
+# row, "\s*(?:是|为)?\s*:?\s*[...]*\s*", tried every split of a run after a marker, k**4 steps).
 _MARKED = re.compile(
     r"(正确答案|答案|正确选项|选项|选择|选|(?i:answer))"
-    r"\s*(?:是|为)?\s*:?\s*[(\[【〔《<*\"'“‘]*\s*"
+    r"\s*(?:[是为]\s*)?(?::\s*)?(?:[(\[【〔《<*\"'“‘]+\s*)?"
     r"([A-Z])(?![A-Za-z])"
 )
 _OPTIONS = "选项"  # "options" as much as "option": 选项：A. ... names an option of a list
@@ -62,8 +65,9 @@ def extract_choice(answer: str, letters: Sequence[str]) -> str | None:
     text = unicodedata.normalize("NFKC", answer or "")
     labels = [(m.start(1), m.group(1)) for m in _LABEL.finditer(text) if m.group(1) in valid]
     label_at = {start for start, _ in labels}
+    heads = _list_heads(labels)
     marked = [m.group(2) for m in _MARKED.finditer(text)
-              if m.group(2) in valid and not (m.group(1) == _OPTIONS and m.start(2) in label_at) and not _heads_list(m.start(2), labels)]
+              if m.group(2) in valid and not (m.group(1) == _OPTIONS and m.start(2) in label_at) and m.start(2) not in heads]
     if marked:
         return marked[-1]
     if len({letter for _, letter in labels}) >= 2:
@@ -77,10 +81,16 @@ def extract_choice(answer: str, letters: Sequence[str]) -> str | None:
     return None
 
 
-def _heads_list(position: int, labels: list[tuple[int, str]]) -> bool:
-    """Whether the letter at ``position`` is an option label followed by a label of another letter."""
-    here = [letter for start, letter in labels if start == position]
-    return bool(here) and any(start > position and letter != here[0] for start, letter in labels)
+def _list_heads(labels: list[tuple[int, str]]) -> set[int]:
+    """The starts of the option labels followed, later in the text, by a label of another letter.
+    One pass from the end (asking this of every marked letter over all labels was quadratic)."""
+    heads: set[int] = set()
+    later: set[str] = set()  # the letters of the labels after this one: at most the option letters
+    for start, letter in reversed(labels):
+        if later - {letter}:
+            heads.add(start)
+        later.add(letter)
+    return heads
 
 
 def score_choice(answer: str, gold: str, letters: Sequence[str]) -> tuple[float, bool]:

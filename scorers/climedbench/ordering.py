@@ -20,19 +20,23 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 _MARKER = re.compile(r"答案|顺序|排序")
 _WORD = re.compile(r"°?[A-Za-z]+")
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
 
 
+def _trusted_words(text: str, steps: frozenset[str]) -> Iterator[re.Match[str]]:
+    """The words of ``text`` made only of step letters and not after a degree sign."""
+    return (m for m in _WORD.finditer(text) if m.group()[0] != "°" and all(c in steps for c in m.group()))
+
+
 def _letters_in(text: str, steps: frozenset[str]) -> list[str]:
     out: dict[str, None] = {}
-    for word in _WORD.findall(text):
-        if word[0] != "°" and all(c in steps for c in word):
-            for c in word:
-                out.setdefault(c, None)
+    for m in _trusted_words(text, steps):
+        for c in m.group():
+            out.setdefault(c, None)
     return list(out)
 
 
@@ -40,11 +44,17 @@ def extract_order(answer: str, step_letters: Sequence[str]) -> list[str]:
     """The step letters of an answer in the order given (rules in module doc); may be empty."""
     steps = frozenset(unicodedata.normalize("NFKC", s).strip() for s in step_letters)
     text = unicodedata.normalize("NFKC", answer or "")
-    for m in reversed(list(_MARKER.finditer(text))):
-        found = _letters_in(text[m.end():], steps)
-        if found:
-            return found
-    return _letters_in(text, steps)
+    # The last marker followed by a step letter is the last one before the last word of step
+    # letters (markers are CJK, words ASCII: a word after a marker is a word of the whole text).
+    # Found in one pass: trying each marker from the end read the text after it, quadratic.
+    last_word = None
+    for last_word in _trusted_words(text, steps):
+        pass
+    last_marker = None
+    if last_word is not None:
+        for last_marker in _MARKER.finditer(text, 0, last_word.start()):
+            pass
+    return _letters_in(text[last_marker.end():] if last_marker else text, steps)
 
 
 def _dedupe(items: Iterable[str]) -> list[str]:

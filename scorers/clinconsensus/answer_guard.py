@@ -33,9 +33,10 @@ SUSPECT_THINK_TAG = "think tag outside a leading thinking block"
 
 # Any 【...】 heading naming one of our sections, with or without spaces inside the brackets.
 _MARKER = re.compile(r"【\s*(用户提问|待评估的回答|评分标准)\s*】")
-# A heading line: Markdown "# ..." or a 【...】 label.
-_HEADING = re.compile(r"^\s*(?:#+\s*(?P<md>.+?)\s*#*|【\s*(?P<cjk>[^】]+?)\s*】.*)$")
 _THINK_TAG = re.compile(r"</?think>", re.IGNORECASE)
+# A line can be a heading only if it holds a character that normalises to "#" or "【" (NFKC: ＃ ﹟,
+# ︻) or a backslash (a \u escape): every other line is passed over unnormalised.
+_HEADING_CHARS = re.compile(r"[#＃﹟【︻\\]")
 
 
 def neutralise(answer: str) -> str:
@@ -50,11 +51,42 @@ def fence_answer(answer: str) -> str:
 
 
 def _heading(line: str) -> str | None:
-    """The name of a heading line (``# Instructions`` -> ``instructions``), normalised; else ``None``."""
-    match = _HEADING.match(normalise(line))
-    if match is None:
+    """The name of a heading line (``# Instructions`` -> ``instructions``), normalised; else ``None``.
+
+    A heading line is, after white space, a Markdown heading ``#... name #...`` or a label
+    ``【name】...``; the name has its white space collapsed. This is what the regular expression
+    ``^\\s*(?:#+\\s*(?P<md>.+?)\\s*#*|【\\s*(?P<cjk>[^】]+?)\\s*】.*)$`` matched (and a test checks
+    it still is), read with string methods in linear time: the lazy name followed by ``\\s*#*$``
+    rescanned each run of spaces or ``#`` once per character before it, quadratic on one long line.
+    ``.`` and ``$`` make one rule of their own: the name (Markdown) or what follows ``】`` may hold
+    a line break (normalise decodes ``\\u000a``) only as the text's last character."""
+    text = normalise(line).lstrip()
+    if text.startswith("【"):
+        close = text.find("】", 1)
+        if close <= 1 or "\n" in _drop_final_newline(text[close + 1:]):
+            return None
+        return " ".join(text[1:close].split()).casefold()
+    if not text.startswith("#"):
         return None
-    return " ".join((match["md"] or match["cjk"]).split()).casefold()
+    after_hashes = text.lstrip("#")
+    rest = after_hashes.lstrip()
+    if not rest:  # the regex gives the name a character back: the last space, or the last '#'
+        if after_hashes.replace("\n", ""):
+            return ""
+        return "#" if len(text) - len(after_hashes) >= 2 else None
+    # The name is the shortest non-empty head of ``rest`` after which only ``\s*#*`` (or ``\s*#*\n``) is left.
+    tail = max(_spaces_hashes(rest), 1 + _spaces_hashes(rest[:-1]) if rest.endswith("\n") else 0)
+    name = rest[:max(len(rest) - tail, 1)]
+    return None if "\n" in name else " ".join(name.split()).casefold()
+
+
+def _spaces_hashes(text: str) -> int:
+    """The length of the longest end of ``text`` made of white space then ``#`` characters."""
+    return len(text) - len(text.rstrip("#").rstrip())
+
+
+def _drop_final_newline(text: str) -> str:
+    return text[:-1] if text.endswith("\n") else text
 
 
 def prompt_headings(prompt_text: str) -> frozenset[str]:
@@ -71,7 +103,8 @@ def suspect_reasons(answer: str | None, prompt_text: str = "") -> list[str]:
     if VERDICT_KEY.search(normalise(text)):
         reasons.append(SUSPECT_VERDICT_JSON)
     headings = prompt_headings(prompt_text)
-    if _MARKER.search(text) or ANSWER_BEGIN in text or ANSWER_END in text or any(_heading(line) in headings for line in text.splitlines()):
+    if _MARKER.search(text) or ANSWER_BEGIN in text or ANSWER_END in text or any(
+            _heading(line) in headings for line in text.splitlines() if _HEADING_CHARS.search(line)):
         reasons.append(SUSPECT_SECTION_MARKER)
     split = split_leading_thinking(text)
     if split is not None and _THINK_TAG.search(normalise(split[1])):
