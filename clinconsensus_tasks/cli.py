@@ -95,7 +95,9 @@ def commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None]
          robustness.main),
         ("report", "one self-contained HTML report with charts (and report.md) from the logs of several models",
          html_report.add_report_arguments, html_report.main_report),
-        ("compare-models", "regression gate: two runs case by case, paired intervals and p-values, exit 1 if worse",
+        ("compare-models", "regression gate: two runs case by case, paired intervals and p-values, exit 1 if worse; a run "
+                           "the release gate's run facts find unfit (unfinished, too many failed judgments, suspect or cut "
+                           "answers, --limit, an old task version, edited numbers) is refused, exit 1",
          compare_models.add_arguments, compare_models.main_compare),
         ("serve-stand-in", "serve the project's stand-in model and judge (an OpenAI-compatible server on "
                            "127.0.0.1, the one the demo and the tests use) to try commands without an endpoint",

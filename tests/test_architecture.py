@@ -1,5 +1,6 @@
 """The layers of docs/architecture.md: each part of the package imports only its own layer and those
-below it (read from the source, every import statement, function-local ones included)."""
+below it, no two parts import each other (directly or round a longer loop), and no module imports
+another's private name (read from the source, every import statement, function-local ones included)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ LAYERS: list[tuple[str, set[str]]] = [
               "lmeval_glue", "lmeval_run_check", "data", "task_configs"}),
     ("judge", {"judge"}),
     ("benchmarks", {"clinconsensus", "climedbench"}),
+    ("run records", {"run_records"}),
     ("tools", {"commands", "report", "adaptive", "stand_in"}),
     ("entry points", {"cli", "demo", "_registry", "__init__"}),
 ]
@@ -50,20 +52,127 @@ def imported_parts(path: Path) -> set[tuple[str, int]]:
     return out
 
 
+def package_files() -> list[Path]:
+    return [*(ROOT / "clinconsensus_tasks").rglob("*.py"), *(ROOT / "scorers").rglob("*.py")]
+
+
+def module_of(path: Path) -> str:
+    """The dotted name ``path`` is imported as (``scorers/`` is ``clinconsensus_tasks.scorers``)."""
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[0] == "scorers":
+        parts.insert(0, "clinconsensus_tasks")
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_loops(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every loop in a graph of parts (``part -> parts it imports``), each as the parts round it,
+    starting from its least name and ending back there; a part importing itself is no loop."""
+    loops = set()
+
+    def walk(start: str, node: str, trail: list[str]) -> None:
+        for nxt in sorted(edges.get(node, ())):
+            if nxt == start and len(trail) > 1:
+                loops.add(tuple(trail + [start]))
+            elif nxt > start and nxt not in trail:  # each loop found once, from its least part
+                walk(start, nxt, trail + [nxt])
+
+    for start in sorted(edges):
+        walk(start, start, [start])
+    return [list(loop) for loop in sorted(loops)]
+
+
+def private_imports(source: str, module: str) -> list[tuple[int, str]]:
+    """(line, name) of each private name (one leading underscore, not a dunder) that the module
+    ``module`` (its dotted name, for relative imports) imports from another module of the package:
+    ``from x import _y``, or a name inside a private module of another package (``from x._m import y``)."""
+    out = []
+    package = module.split(".")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level] if node.level else []  # "from . import" in a module: its package
+            target = [*base, *(node.module.split(".") if node.module else [])]
+            if not target or target[0] != "clinconsensus_tasks":
+                continue
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            target, names = [], []
+            for alias in node.names:
+                if alias.name.split(".")[0] == "clinconsensus_tasks":
+                    names.append(alias.name)
+        else:
+            continue
+        private = lambda name: name.startswith("_") and not name.endswith("__")  # noqa: E731
+        where = ".".join(target)
+        for name in names:
+            dotted = f"{where}.{name}" if where else name
+            parts = dotted.split(".")
+            hidden = [i for i, part in enumerate(parts) if private(part)]
+            # A private module may be used inside its own package (its package's name is the importer's prefix).
+            if any(not module.startswith(".".join(parts[:i]) + ".") for i in hidden):
+                out.append((node.lineno, dotted))
+    return out
+
+
 def test_every_part_is_in_a_layer():
-    parts = {part_of(p) for p in [*(ROOT / "clinconsensus_tasks").rglob("*.py"), *(ROOT / "scorers").rglob("*.py")]}
+    parts = {part_of(p) for p in package_files()}
     assert parts - set(LEVEL) == set(), "add the new part to a layer (here and in docs/architecture.md)"
 
 
 def test_imports_go_down_only():
     upward = []
-    for path in [*(ROOT / "clinconsensus_tasks").rglob("*.py"), *(ROOT / "scorers").rglob("*.py")]:
+    for path in package_files():
         part = part_of(path)
         for target, line in imported_parts(path):
             if target in LEVEL and LEVEL[target] > LEVEL[part]:
                 upward.append(f"{path.relative_to(ROOT)}:{line}: {part} ({LAYERS[LEVEL[part]][0]}) imports {target} "
                               f"({LAYERS[LEVEL[target]][0]})")
     assert not upward, "imports against the layers:\n" + "\n".join(sorted(upward))
+
+
+def test_no_two_parts_import_each_other():
+    """A loop between parts (two packages of one layer, say ``report`` and ``commands``) makes
+    neither the lower: what both need belongs in one place below them."""
+    edges: dict[str, set[str]] = {}
+    where: dict[tuple[str, str], str] = {}
+    for path in package_files():
+        part = part_of(path)
+        for target, line in imported_parts(path):
+            if target in LEVEL and target != part:
+                edges.setdefault(part, set()).add(target)
+                where.setdefault((part, target), f"{path.relative_to(ROOT)}:{line}")
+    loops = [" -> ".join(loop) + " (" + ", ".join(where[a, b] for a, b in zip(loop, loop[1:])) + ")" for loop in import_loops(edges)]
+    assert not loops, "parts that import each other:\n" + "\n".join(loops)
+
+
+def test_no_module_imports_a_private_name_of_another():
+    found = [f"{path.relative_to(ROOT)}:{line}: {name}" for path in package_files()
+             for line, name in private_imports(path.read_text(encoding="utf-8"), module_of(path))]
+    assert not found, "private names imported across modules (make them public where they are shared):\n" + "\n".join(found)
+
+
+def test_the_checks_catch_a_loop_and_a_private_import():
+    # Two parts of one layer importing each other (the report and the commands, as they were), and a
+    # longer loop; a part importing itself and a chain going down are no loop.
+    assert import_loops({"report": {"commands", "scorers"}, "commands": {"report"}, "scorers": set()}) == [
+        ["commands", "report", "commands"]]
+    assert import_loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"d", "a"}}) == [["a", "b", "c", "a"]]
+    assert import_loops({"cli": {"commands", "report"}, "commands": {"report"}, "report": {"report", "scorers"}}) == []
+    # The audit command reaching into the tools' private re-grading, as it did.
+    audit = "clinconsensus_tasks.commands.audit"
+    assert private_imports("def f():\n    from clinconsensus_tasks.commands.tools import _regrade, compare_logs\n", audit) == [
+        (2, "clinconsensus_tasks.commands.tools._regrade")]
+    assert private_imports("from .tools import _regrade\n", audit) == [(1, "clinconsensus_tasks.commands.tools._regrade")]
+    assert private_imports("from clinconsensus_tasks.report._layout import grid\n", audit) == [
+        (1, "clinconsensus_tasks.report._layout.grid")]
+    assert private_imports("import clinconsensus_tasks.report._layout\n", audit) == [(1, "clinconsensus_tasks.report._layout")]
+    # Public names, dunders, another project's names, a private alias and a private module inside its own package are fine.
+    fine = ("from clinconsensus_tasks.commands.tools import regrade\nfrom clinconsensus_tasks import __version__\n"
+            "from inspect_ai.log import _private\nfrom clinconsensus_tasks import climedbench as _climedbench\n"
+            "from clinconsensus_tasks.commands._shared import x\n")
+    assert private_imports(fine, audit) == []
 
 
 def test_the_core_imports_no_framework():

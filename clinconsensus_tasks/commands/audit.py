@@ -49,11 +49,11 @@ def audit(log: str, settings: Any, share: float, seed: int, mode: str = PER_CRIT
     local = {r.graded.case_id: r.graded for r in records}
     if official is None:
         from clinconsensus_tasks.judge.official_template import load_judge_prompt
-        from clinconsensus_tasks.commands.tools import _regrade
+        from clinconsensus_tasks.commands.tools import regrade
 
         chosen = set(stratified_sample(strata, share, seed))
         sampled = [r for r in records if r.graded.case_id in chosen]
-        api = {g.case_id: g for g in asyncio.run(_regrade(sampled, settings, mode, load_judge_prompt(None, mode)))}
+        api = {g.case_id: g for g in asyncio.run(regrade(sampled, settings, mode, load_judge_prompt(None, mode)))}
         api_judge = settings.model
     else:
         answers = {r.graded.case_id: r.answer for r in records}

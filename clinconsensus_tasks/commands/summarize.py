@@ -42,12 +42,11 @@ def main(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, summarize
     from clinconsensus_tasks.scorers.clinconsensus.metric_table import mean_names
 
-    from clinconsensus_tasks.commands.tools import compare_records
-
     from clinconsensus_tasks.report.costs import judge_usage, usage_rows
     from clinconsensus_tasks.scorers.usage import parse_prices
     from clinconsensus_tasks.scorers.clinconsensus.jury import jury_summary
     from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE
+    from clinconsensus_tasks.run_records.agreement import compare_records
 
     if args.strict:
         return _release_gate(args)
@@ -117,7 +116,8 @@ def _release_gate(args: argparse.Namespace) -> int:
     The bar is the release profile (``report.release_gate``), loosened only by this command's own
     flags, never by the environment; each verdict line says what it accepted."""
     from clinconsensus_tasks.errors import ConfigurationError
-    from clinconsensus_tasks.report.release_gate import RELEASE_FAILURE_SHARE, ReleaseBar, gate_runs, run_problems
+    from clinconsensus_tasks.report.release_gate import RELEASE_FAILURE_SHARE, ReleaseBar, run_problems
+    from clinconsensus_tasks.run_records.facts import gate_runs
     from clinconsensus_tasks.scorers.clinconsensus.judge_failures import parse_failure_share
     from clinconsensus_tasks.scorers.redact import redact
 

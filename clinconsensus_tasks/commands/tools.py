@@ -2,7 +2,8 @@
 re-grade stored answers, and export one judge's verdicts as SFT data for a local judge.
 
 All of them read Inspect logs and lm-eval sample files through :mod:`clinconsensus.logs`, so
-they work the same on the output of either framework.
+they work the same on the output of either framework. The agreement of two judges on records
+already read is ``run_records.agreement.compare_records`` (shared with ``summarize`` and the report).
 """
 
 from __future__ import annotations
@@ -13,42 +14,17 @@ import json
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from clinconsensus_tasks.errors import DataValidationError
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
+from clinconsensus_tasks.run_records.agreement import compare_records
 from clinconsensus_tasks.scorers.agreement import Confusion, verdict_report
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
-from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
-from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics, pair_verdicts
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, per_criterion_messages
 
 # -- comparing two sets of verdicts ----------------------------------------------------------------
-
-
-def _verdicts(judgments: Iterable[CriterionJudgment]) -> dict[str, bool | None]:
-    return {j.criterion_id: j.met for j in judgments}
-
-
-def _pair_records(reference: Sequence[LoggedCase], other: Sequence[LoggedCase], other_local: bool = False) -> list[PairedCase]:
-    """Pair cases (by case id and epoch) and their criteria (by criterion id)."""
-    index = {(r.graded.case_id, r.graded.epoch): r for r in other}
-    pairs = []
-    for ref in reference:
-        case = ref.graded
-        match = index.get((case.case_id, case.epoch))
-        if match is None:
-            raise DataValidationError([f"{ref.where}: case {case.case_id!r} (epoch {case.epoch}) is missing from the other log"])
-        if ref.answer != match.answer:
-            raise DataValidationError([f"{ref.where}: case {case.case_id!r} has a different answer in the other log: compare logs of the same answers"])
-        theirs = _verdicts(match.graded.roles[SECOND_ROLE].judgments if other_local else match.graded.judgments)
-        ours = _verdicts(case.judgments)
-        ids = list(ours)
-        confusion = pair_verdicts([ours[i] for i in ids], [theirs.get(i) for i in ids])
-        other_result = (match.graded.role_result(SECOND_ROLE) if other_local else None) or match.graded.result()
-        pairs.append(PairedCase(case.result(), other_result, confusion))
-    return pairs
 
 
 def compare_logs(reference_log: str, other_log: str | None = None, thresholds: Sequence[int] = (7, 10),
@@ -58,23 +34,6 @@ def compare_logs(reference_log: str, other_log: str | None = None, thresholds: S
     reference = read_case_records(reference_log)
     return compare_records(reference, None if other_log is None else read_case_records(other_log), thresholds, n_criteria,
                            where=reference_log)
-
-
-def compare_records(reference: Sequence[LoggedCase], other: Sequence[LoggedCase] | None = None, thresholds: Sequence[int] = (7, 10),
-                    n_criteria: int = DEFAULT_N_CRITERIA, where: str = "") -> dict[str, float]:
-    """Agreement of two judges or judge modes on the same answers, from records a reader made.
-
-    With one run's records of a dual-judge run: its reference judge against its local judge. With
-    two (for example ``per_criterion`` and ``batched`` grading of the same answers, see
-    ``rescore``): the first against the second. ``n_criteria`` is N in CACS.
-    """
-    if other is None:
-        if not any(r.graded.dual for r in reference):
-            raise DataValidationError([f"{where or 'the run'}: graded by one judge only; give a second log to compare with"])
-        pairs = _pair_records(reference, reference, other_local=True)
-    else:
-        pairs = _pair_records(reference, other)
-    return comparison_metrics(pairs, thresholds, n_criteria, prefix="other")
 
 
 # -- agreement with human labels ------------------------------------------------------------------
@@ -243,7 +202,7 @@ def judged_with(record: LoggedCase, templates: dict[tuple[str, str], Any]) -> An
 # -- re-grading stored answers ----------------------------------------------------------------------
 
 
-async def _regrade(records: Sequence[LoggedCase], settings: Any, mode: str, template: Any = None) -> list[GradedCase]:
+async def regrade(records: Sequence[LoggedCase], settings: Any, mode: str, template: Any = None) -> list[GradedCase]:
     from clinconsensus_tasks.judge.client import judge_documents
 
     docs = [{**r.metadata, "case_id": r.graded.case_id, "question": r.question,
@@ -268,7 +227,7 @@ def rescore(log: str, output: str | Path, settings: Any, mode: str = PER_CRITERI
 
     template = load_judge_prompt(None, mode)
     records = read_case_records(log)
-    fresh = asyncio.run(_regrade(records, settings, mode, template))
+    fresh = asyncio.run(regrade(records, settings, mode, template))
     enforce_failure_policy(fresh, settings)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)

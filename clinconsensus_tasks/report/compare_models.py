@@ -7,6 +7,18 @@ that into an exit code for CI. Runs on different data (case ids, questions or ru
 graded by different judges (model or judge mode) are refused unless the caller says otherwise:
 a difference between them would not be the model's.
 
+Before pairing, each run is held to the facts the release gate (``summarize --strict``) reads from
+it (``run_records.facts``, judged by ``report.release_gate``'s rules, :data:`COMPARISON_CHECKS`):
+finished (status, errored samples, results with samples), judgment failures within the bar, no
+suspect or cut answer, the whole selection (no ``--limit``), the current task version, header
+numbers equal to the records'. A run that fails one is refused (exit 1, the gate's words for each
+side, a JUnit error): its numbers are not the model's. The release-only facts (the public data at
+its revision, an independent judge, the official prompt) do not apply: two runs of a custom prompt
+or of the bundled sample may be compared; nor do the model's own empty or unparseable answers, which
+the comparison scores (a candidate that stops answering is worse, not refused). The flags that
+loosen a fact (``--judge-failure-threshold``, ``--allow-different-data``, ``--allow-different-judge``)
+are printed on the RESULT line.
+
 Per-case values come from the projects' own log readers and scoring core, so a run's value here
 equals what its framework reported: ClinConsensus from ``clinconsensus.logs.read_case_records``
 (each case's term of every mean metric of ``scorers.clinconsensus.metric_table``: rubric accuracy,
@@ -26,12 +38,16 @@ from typing import Any, Sequence
 
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.log_files import CLIMEDBENCH, CLINCONSENSUS, SeveralRuns, benchmark_of, run_files
+from clinconsensus_tasks.report.release_gate import COMPARISON_CHECKS, COMPARISON_PROFILE, RELEASE_FAILURE_SHARE, ReleaseBar, run_problems
+from clinconsensus_tasks.run_records.facts import run_facts
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import format_value
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS
+from clinconsensus_tasks.scorers.redact import redact
 from clinconsensus_tasks.scorers.usage import judge_name
 from clinconsensus_tasks.scorers.paired import PairedColumns, PairedResult, compare_paired, worse_beyond
 
+SIDES = ("baseline", "candidate")
 
 
 class RunMismatch(ClinConsensusError):
@@ -102,15 +118,86 @@ def read_climedbench_run(files: Sequence[Path]) -> PairableRun:
     return run
 
 
-def read_run(path: str | Path, thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA) -> PairableRun:
+def one_run(path: str | Path) -> list[Path]:
+    """The files of the one run ``path`` names (:func:`log_files.run_files`); :class:`RunMismatch` for several."""
     try:
-        files = run_files(path)
-        benchmark = benchmark_of(files[0])
+        return run_files(path)
     except SeveralRuns as exc:
         raise RunMismatch(str(exc)) from None
+
+
+def read_run(path: str | Path, thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA) -> PairableRun:
+    files = one_run(path)
+    benchmark = benchmark_of(files[0])
     if benchmark == CLINCONSENSUS:
         return read_clinconsensus_run(files, thresholds, n_criteria)
     return read_climedbench_run(files)
+
+
+# -- the runs' facts: the release gate's readers and rules -------------------------------------------
+
+
+@dataclass
+class Refusal:
+    """Runs the gate will not compare: each side's problems in the release gate's words (empty: fit)."""
+
+    paths: dict[str, str]  # side -> the run's file, as the gate names it
+    problems: dict[str, list[str]]  # side -> why it is not fit to compare
+    exceptions: list[str] = field(default_factory=list)
+
+    def refused(self) -> list[str]:
+        return [side for side in SIDES if self.problems[side]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.paths, "refused": {side: self.problems[side] for side in self.refused()},
+                "checked": COMPARISON_PROFILE, "exceptions": self.exceptions, "passed": False}
+
+
+def check_runs(baseline: str | Path, candidate: str | Path, bar: ReleaseBar) -> Refusal:
+    """Each run's facts (``run_records.facts``) under the release gate's comparison rules and ``bar``."""
+    paths, problems = {}, {}
+    for side, path in zip(SIDES, (baseline, candidate)):
+        one_run(path)
+        facts = run_facts(path)
+        paths[side], problems[side] = facts.where, run_problems(facts, bar, COMPARISON_CHECKS)
+    return Refusal(paths, problems)
+
+
+def result_line(verdict: str, exceptions: Sequence[str]) -> str:
+    """``RESULT: <verdict>``, and the flags that loosened a fact, as the release gate prints its exceptions."""
+    return f"RESULT: {verdict}" + (f"; EXCEPTIONS: {', '.join(exceptions)}" if exceptions else "")
+
+
+def format_refusal(refusal: Refusal) -> str:
+    """One line per problem, naming the side and the run (``summarize --strict``'s words), and the verdict."""
+    lines = []
+    for side in SIDES:
+        where = refusal.paths[side]
+        lines += [f"FAIL {side} {where}: {redact(problem)}" for problem in refusal.problems[side]] or [f"ok   {side} {where}"]
+    sides = " and ".join(refusal.refused())
+    lines.append(result_line(f"REFUSED: the {sides} {'runs are' if len(refusal.refused()) > 1 else 'run is'} not fit to compare "
+                             f"({COMPARISON_PROFILE}); nothing was compared", refusal.exceptions))
+    return "\n".join(lines)
+
+
+def write_refusal_junit(refusal: Refusal, path: str | Path) -> None:
+    """JUnit XML of a refused comparison: one test case per run, an error for each run refused."""
+    refused = refusal.refused()
+    suite = ET.Element("testsuite", name="clinconsensus-eval compare-models", tests=str(len(SIDES)), failures="0",
+                       errors=str(len(refused)), skipped="0")
+    props = ET.SubElement(suite, "properties")
+    for side in SIDES:
+        ET.SubElement(props, "property", name=side, value=refusal.paths[side])
+    ET.SubElement(props, "property", name="exceptions", value=", ".join(refusal.exceptions))
+    for side in SIDES:
+        case = ET.SubElement(suite, "testcase", classname="compare_models.runs", name=f"{side} run fit to compare")
+        problems = [redact(p) for p in refusal.problems[side]]
+        if problems:
+            error = ET.SubElement(case, "error", message=f"{side} {refusal.paths[side]}: {problems[0]}", type="refused")
+            error.text = "\n".join(problems)
+        ET.SubElement(case, "system-out").text = "\n".join(problems) or f"{side} {refusal.paths[side]}: {COMPARISON_PROFILE}"
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(suite).write(str(path), encoding="utf-8", xml_declaration=True)
 
 
 # -- pairing and comparing ---------------------------------------------------------------------------
@@ -130,6 +217,7 @@ class Comparison:
     gates: dict[str, float] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    exceptions: list[str] = field(default_factory=list)  # the flags that loosened a fact, printed on the RESULT line
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,6 +230,7 @@ class Comparison:
                        **({"gate_delta": self.gates[name], "gate_failed": name in self.failed} if name in self.gates else {})}
                 for name, r in self.results.items()
             },
+            "checked": COMPARISON_PROFILE, "exceptions": self.exceptions,
             "passed": not self.failed,
         }
 
@@ -254,8 +343,9 @@ def format_table(comparison: Comparison) -> str:
     lines.append("")
     lines.append("values are fractions, as the frameworks and summarize print them; diff = candidate - baseline; "
                  "p: two-sided paired permutation test (* exact: every swap pattern enumerated)")
-    if c.gates:
-        lines.append("RESULT: " + (f"FAIL: candidate worse on {', '.join(c.failed)}" if c.failed else "pass"))
+    if c.gates or c.exceptions:
+        verdict = f"FAIL: candidate worse on {', '.join(c.failed)}" if c.failed else "pass" if c.gates else "no gate (--fail-if-worse)"
+        lines.append(result_line(verdict, c.exceptions))
     return "\n".join(lines)
 
 
@@ -265,7 +355,8 @@ def write_junit(comparison: Comparison, path: str | Path) -> None:
     suite = ET.Element("testsuite", name="clinconsensus-eval compare-models", tests=str(len(c.results)),
                        failures=str(len(c.failed)), errors="0", skipped="0")
     props = ET.SubElement(suite, "properties")
-    for key, value in (("baseline", c.baseline), ("candidate", c.candidate), ("benchmark", c.benchmark), ("paired_cases", str(c.paired_cases))):
+    for key, value in (("baseline", c.baseline), ("candidate", c.candidate), ("benchmark", c.benchmark), ("paired_cases", str(c.paired_cases)),
+                       ("exceptions", ", ".join(c.exceptions))):
         ET.SubElement(props, "property", name=key, value=value)
     for name, r in c.results.items():
         case = ET.SubElement(suite, "testcase", classname=f"compare_models.{c.benchmark}", name=name)
@@ -289,19 +380,43 @@ def add_arguments(parser: Any) -> None:
     parser.add_argument("--n-criteria", type=int, default=DEFAULT_N_CRITERIA, help="expected criteria per case, N (default 30)")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples and permutations (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of both (default 0)")
-    parser.add_argument("--allow-different-data", action="store_true", help="compare the shared cases of runs on different data (default: refuse)")
-    parser.add_argument("--allow-different-judge", action="store_true", help="compare runs graded by different judges or judge modes (default: refuse)")
+    parser.add_argument("--judge-failure-threshold", metavar="SHARE",
+                        help="accept runs with this share of failed judgments (default 0.01, the bar of summarize --strict; "
+                             "another value is printed on the RESULT line)")
+    parser.add_argument("--allow-different-data", action="store_true",
+                        help="compare the shared cases of runs on different data (default: refuse; printed on the RESULT line)")
+    parser.add_argument("--allow-different-judge", action="store_true",
+                        help="compare runs graded by different judges or judge modes (default: refuse; printed on the RESULT line)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE (default: none)")
 
 
+def loosened(args: Any, bar: ReleaseBar) -> list[str]:
+    """The flags of the command that loosen a fact, as the RESULT line prints them."""
+    return [*bar.exceptions(), *(["--allow-different-data"] if args.allow_different_data else []),
+            *(["--allow-different-judge"] if args.allow_different_judge else [])]
+
+
 def main_compare(args: Any) -> int:
+    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import parse_failure_share
+
     thresholds = tuple(int(k) for k in str(args.thresholds).split(",") if k.strip())
     gates = parse_gates(args.fail_if_worse)
+    threshold = getattr(args, "judge_failure_threshold", None)
+    bar = ReleaseBar(RELEASE_FAILURE_SHARE if threshold is None else parse_failure_share(threshold, "--judge-failure-threshold"))
+    exceptions = loosened(args, bar)
+    refusal = check_runs(args.baseline, args.candidate, bar)
+    if refusal.refused():
+        refusal.exceptions = exceptions
+        print(json.dumps(refusal.to_dict(), ensure_ascii=False, indent=2) if args.json else format_refusal(refusal))
+        if args.junit:
+            write_refusal_junit(refusal, args.junit)
+        return 1
     comparison = compare_runs(
         read_run(args.baseline, thresholds, args.n_criteria), read_run(args.candidate, thresholds, args.n_criteria), gates,
         args.resamples, args.seed, args.allow_different_data, args.allow_different_judge,
     )
+    comparison.exceptions = exceptions
     print(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2) if args.json else format_table(comparison))
     if args.junit:
         write_junit(comparison, args.junit)

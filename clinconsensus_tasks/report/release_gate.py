@@ -27,7 +27,9 @@ numbers               the header's headline metrics equal those recomputed from 
                       records
 ====================  ==========================================================================
 
-The bar is :class:`ReleaseBar`; it reads no environment variable. Each loosening is a flag of
+The facts are read by ``run_records.facts`` (:class:`RunFacts`, ``gate_runs``); the rules are here,
+and the regression gate (``compare-models``) holds each of its runs to a part of them
+(:data:`COMPARISON_CHECKS`). The bar is :class:`ReleaseBar`; it reads no environment variable. Each loosening is a flag of
 the command (``--judge-failure-threshold``, ``--allow-prompt``, ``--data-sha256``), and the
 verdict line of every run it let through prints it. Each refusal is one line that says what to
 run instead.
@@ -36,28 +38,22 @@ run instead.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 from clinconsensus_tasks.clinconsensus.dataset import HF_DATA_REVISION, HF_DATASET, sample_path
-from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
-from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER
-from clinconsensus_tasks.log_files import (
-    CLIMEDBENCH, CLINCONSENSUS, benchmark_of, find_logs, is_inspect_log, is_lmeval_results, is_lmeval_samples, lmeval_run_key,
-    lmeval_task,
-)
-from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
-from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
 from clinconsensus_tasks.judge.input_limit import OFFICIAL_CUT
-from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, TASK_VERSION as CLIN_VERSION, mean_names, reported_thresholds
+from clinconsensus_tasks.log_files import CLIMEDBENCH
+from clinconsensus_tasks.run_records.facts import RunFacts, served_name
+from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 from clinconsensus_tasks.scorers.clinconsensus.jury import is_jury
-from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, SECOND_ROLE, failure_tally
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, TASK_VERSION as CLIN_VERSION, mean_names
+from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, failure_tally
+from clinconsensus_tasks.scorers.climedbench.metric_table import TASK_VERSION as CMB_VERSION
 
 JURY = "jury"  # --allow-prompt jury: accept a jury's majority as the run's protocol
-from clinconsensus_tasks.scorers.climedbench.metric_table import TASK_VERSION as CMB_VERSION
 
 RELEASE_FAILURE_SHARE = 0.01  # the frameworks' default failure policy; the gate's bar unless a flag says otherwise
 OFFICIAL_PROMPT = "official"
@@ -97,171 +93,6 @@ class ReleaseBar:
                 f"hub data at {HF_DATA_REVISION}" if HF_DATA_REVISION else "hub data (no revision pinned: name the file with --data-sha256)")
         loosened = self.exceptions()
         return f"release profile, {data}" + (f"; EXCEPTIONS: {', '.join(loosened)}" if loosened else "")
-
-
-@dataclass
-class RunFacts:
-    """What one run recorded, read once from its files; every check reads these and nothing else."""
-
-    where: str
-    framework: str  # "inspect" or "lm-eval"
-    benchmark: str
-    task: str = ""
-    unfinished: list[str] = field(default_factory=list)  # why the run did not finish
-    task_version: str = ""
-    model: str = ""  # the model under test, as the run names it
-    header_judges: tuple[str, ...] = ()  # the judge(s) the run's header names
-    self_grading_allowed: bool = False
-    selection: str = ""  # --limit / sample ids the run was given ("" for none)
-    planned_cases: int | None = None  # cases in the data the run loaded
-    data: Mapping[str, str] = field(default_factory=dict)  # data_source, data_sha256, data_revision
-    header_metrics: Mapping[str, float] = field(default_factory=dict)
-    thresholds: tuple[int, ...] = (7, 10)
-    records: list[LoggedCase] = field(default_factory=list)  # ClinConsensus
-    errored: int = 0  # samples without a record (Inspect errored samples)
-    judges_per_case: int = 1
-    items: Any = None  # CliMedBench ItemLog
-    synthetic: bool | None = None  # CliMedBench: the bundled synthetic sample
-    variant: str = "clean"  # CliMedBench: clean, or an analysis variant (perturbed, nota, cot, ll)
-
-
-# -- reading what a run recorded -----------------------------------------------------------------
-
-
-def _served(name: str) -> str:
-    """The model's own name in an Inspect model spelling: ``openai-api/svc/org/m`` -> ``org/m``,
-    ``openai/gpt-4.1`` -> ``gpt-4.1``."""
-    parts = name.split("/")
-    return "/".join(parts[2:] if parts[0] == "openai-api" and len(parts) > 2 else parts[1:] or parts)
-
-
-def _inspect_facts(path: Path) -> RunFacts:
-    from inspect_ai.log import read_eval_log
-
-    log = read_eval_log(str(path))
-    spec = log.eval
-    benchmark = benchmark_of(path)
-    facts = RunFacts(str(path), "inspect", benchmark, spec.task, task_version=str(spec.task_version), model=spec.model)
-    errored = [s for s in log.samples or [] if s.error is not None or not s.scores]
-    # Ended by the judge failure policy and re-judged since (``inspect score LOG --overwrite``; Inspect
-    # keeps the old status): the samples, read now, decide, under every other check.
-    policy_only = log.status == "error" and log.error is not None and JudgeFailureError.__name__ in (log.error.traceback or "")
-    if log.status != "success" and not policy_only:
-        first = (log.error.message.splitlines() or [""])[0][:300] if log.error else ""
-        facts.unfinished.append(f"status {log.status}" + (f": {first}" if first else ""))
-    if errored:
-        facts.unfinished.append(f"{len(errored)} sample(s) errored: {', '.join(repr(s.id) for s in errored[:5])}")
-    facts.errored = len(errored)
-    args = spec.task_args or {}
-    limit, sample_id = spec.config.limit, spec.config.sample_id
-    facts.selection = " ".join(x for x in (f"--limit {limit}" if limit is not None else "",
-                                           f"--sample-id {sample_id}" if sample_id is not None else "") if x)
-    facts.planned_cases = spec.dataset.samples
-    scores = next((s for s in (log.results.scores if log.results else []) if s.scorer in (INSPECT_SCORER, "climedbench_scorer")), None)
-    facts.header_metrics = {k: m.value for k, m in scores.metrics.items()} if scores else {}
-    if benchmark == CLIMEDBENCH:
-        from clinconsensus_tasks.climedbench.logs import read_inspect_log
-
-        facts.items = read_inspect_log(path)
-        facts.synthetic = bool((spec.metadata or {}).get("synthetic_sample"))
-        facts.variant = str(args.get("variant") or "clean")
-        return facts
-    roles = spec.model_roles or {}
-    facts.header_judges = tuple(m.model for r in ("grader", "local_grader") if r in roles
-                                for m in (roles[r] if isinstance(roles[r], list) else [roles[r]]))
-    facts.self_grading_allowed = bool(args.get("allow_self_grading"))
-    facts.data = {k: str((spec.metadata or {}).get(k) or "") for k in ("data_source", "data_sha256", "data_revision")}
-    facts.thresholds = tuple(int(k) for k in args.get("thresholds") or (7, 10))
-    facts.records = read_case_records(path, skip_errored=True)
-    facts.judges_per_case = max([len(r.graded.roles) for r in facts.records] + [2 if SECOND_ROLE in roles else 1])
-    return facts
-
-
-def _lmeval_header(results_path: Path, tasks: Sequence[str], facts: RunFacts) -> dict[str, Any] | None:
-    """Read the results file into ``facts`` (version, model, selection, planned cases); the results."""
-    try:
-        results = json.loads(results_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        facts.unfinished.append(f"results file {results_path.name} unreadable ({type(exc).__name__}: {exc})")
-        return None
-    config = results.get("config") or {}
-    versions = {str((results.get("versions") or {}).get(task, "")) for task in tasks}
-    facts.task_version = versions.pop() if len(versions) == 1 else " / ".join(sorted(versions))
-    facts.model = str(results.get("model_name") or "")
-    limit = config.get("limit")
-    facts.selection = f"--limit {limit}" if limit is not None else ""
-    counts = [(results.get("n-samples") or {}).get(task) or {} for task in tasks]
-    facts.planned_cases = sum(int(c.get("original") or 0) for c in counts)
-    if not facts.selection and any(c.get("effective") != c.get("original") for c in counts):
-        facts.selection = "fewer documents than the task holds (n-samples)"
-    return results
-
-
-def _metrics_of(results: Mapping[str, Any], task: str) -> dict[str, float]:
-    return {key.split(",", 1)[0]: value for key, value in ((results.get("results") or {}).get(task) or {}).items()
-            if isinstance(value, (int, float)) and not isinstance(value, bool)}
-
-
-def _lmeval_facts(results_path: Path, tasks: Sequence[str], samples: Mapping[str, Path | None]) -> RunFacts:
-    """One lm-eval run of one benchmark: a ClinConsensus task, or every CliMedBench task of the call."""
-    benchmark = CLIMEDBENCH if tasks[0].startswith(CLIMEDBENCH) else CLINCONSENSUS
-    named = samples.get(tasks[0]) if len(tasks) == 1 else None
-    facts = RunFacts(str(named or results_path), "lm-eval", benchmark, ",".join(tasks))
-    results = _lmeval_header(results_path, tasks, facts)
-    missing = [task for task in tasks if samples.get(task) is None]
-    if missing:
-        facts.unfinished.append(f"no samples file for {', '.join(missing)} beside {results_path.name}: nothing to check "
-                                "the numbers against; run lm_eval with --log_samples")
-    if results is None or missing:
-        return facts
-    if benchmark == CLIMEDBENCH:
-        from clinconsensus_tasks.climedbench.logs import ItemLog, read_lmeval_samples
-
-        facts.items = ItemLog(str(results_path), facts.model, "lm-eval")
-        variants = {t.removeprefix(f"{CLIMEDBENCH}_").partition("_")[2] or "clean" for t in tasks}
-        facts.variant = ", ".join(sorted(variants))
-        for task in tasks:
-            log = read_lmeval_samples(samples[task])
-            facts.items.results += log.results
-            facts.items.unscored += log.unscored
-            facts.items.items.update(log.items)
-            scenario = {r.scenario for r in log.results}
-            if len(scenario) == 1 and "score" in _metrics_of(results, task):
-                facts.header_metrics = {**facts.header_metrics, f"{scenario.pop()}/score": _metrics_of(results, task)["score"]}
-        facts.synthetic = _bundled_climedbench(facts.items.items)
-        return facts
-    task, path = tasks[0], samples[tasks[0]]
-    facts.header_metrics = _metrics_of(results, task)
-    judge = ((results.get("configs") or {}).get(task) or {}).get("metadata", {}).get("judge") or {}
-    named = [*(judge.get("jurors") or [judge]), judge.get("local") or {}]  # a jury: its jurors
-    facts.header_judges = tuple(j["judge"] for j in named if isinstance(j, dict) and j.get("judge"))
-    facts.records = read_case_records(path)
-    first = _first_doc(path)
-    facts.data = {k: str((first.get("data_provenance") or {}).get(k) or "") for k in ("data_source", "data_sha256", "data_revision")}
-    facts.thresholds = reported_thresholds(facts.header_metrics) or (10, 7)
-    facts.judges_per_case = max([len(r.graded.roles) for r in facts.records] + [1])
-    return facts
-
-
-def _first_doc(samples: Path) -> dict[str, Any]:
-    with samples.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                return json.loads(line).get("doc") or {}
-    return {}
-
-
-def _canonical(item: Any) -> str:
-    return hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-def _bundled_climedbench(items: Mapping[str, Any]) -> bool:
-    """Whether every item a CliMedBench run asked is an item of the bundled synthetic sample."""
-    from clinconsensus_tasks.climedbench.dataset import load_scenario
-    from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS
-
-    bundled = {_canonical(item) for code in SCENARIOS for item in load_scenario(code, None, announce=False).items}
-    return bool(items) and all(_canonical(item) in bundled for item in items.values())
 
 
 # -- the checks ----------------------------------------------------------------------------------
@@ -322,11 +153,19 @@ def _sha256(path: Path) -> str:
 
 
 def _whole(run: RunFacts, bar: ReleaseBar) -> list[str]:
+    """Every case of the benchmark: the run's whole selection, and (CliMedBench) all 14 scenarios,
+    clean, or (ClinConsensus) empty answers within the failure bar."""
+    return _every_case(run, bar) + (_climedbench_whole(run) if run.benchmark == CLIMEDBENCH else _answered(run, bar))
+
+
+def _every_case(run: RunFacts, bar: ReleaseBar) -> list[str]:
+    """The run's whole selection: no ``--limit``; ClinConsensus: every case loaded has a record,
+    judged by every criterion."""
     problems = []
     if run.selection:
         problems.append(f"a part of the data ({run.selection}): run every case, without --limit")
     if run.benchmark == CLIMEDBENCH:
-        return problems + _climedbench_whole(run)
+        return problems
     cases = {r.graded.case_id for r in run.records}
     if run.planned_cases is not None and len(cases) + run.errored < run.planned_cases and not run.selection:
         problems.append(f"{len(cases)} of the {run.planned_cases} cases loaded have a record: run every case")
@@ -334,11 +173,16 @@ def _whole(run: RunFacts, bar: ReleaseBar) -> list[str]:
     if short:
         problems.append(f"{len(short)} case(s) not judged on all {DEFAULT_N_CRITERIA} criteria (first: {short[0].where}): "
                         f"the release data has {DEFAULT_N_CRITERIA} per case")
+    return problems
+
+
+def _answered(run: RunFacts, bar: ReleaseBar) -> list[str]:
+    """Empty answers within the failure bar (the model's output: a regression gate scores them instead)."""
     empty = sum(1 for r in run.records if r.graded.answer_empty)
     if run.records and empty > bar.failure_share * len(run.records):
-        problems.append(f"{empty} of {len(run.records)} answers are empty, above the {bar.failure_share:.1%} allowed: "
-                        "check the model's output (generation limit, thinking removal) and run again")
-    return problems
+        return [f"{empty} of {len(run.records)} answers are empty, above the {bar.failure_share:.1%} allowed: "
+                "check the model's output (generation limit, thinking removal) and run again"]
+    return []
 
 
 def _climedbench_whole(run: RunFacts) -> list[str]:
@@ -366,7 +210,7 @@ def _independent(run: RunFacts, bar: ReleaseBar) -> list[str]:
     provenances = [j for r in run.records for p in r.provenance for j in (p.get("jurors") or [p])]
     servers = {p.get("judge_model", ""): p.get("judge_server", "") for p in provenances}
     named = {_judge_name(run, j) for j in judges}
-    model = _served(run.model) if run.framework == "inspect" else run.model
+    model = served_name(run.model) if run.framework == "inspect" else run.model
     if run.self_grading_allowed or model in {p.get("judge_model") for p in provenances} | named:
         problems.append(f"self-graded: the model under test ({run.model}) is its own judge; bind another model to the "
                         "grader role (--model-role grader=..., CLINCONSENSUS_JUDGE_MODEL)")
@@ -385,7 +229,7 @@ def _independent(run: RunFacts, bar: ReleaseBar) -> list[str]:
 
 
 def _judge_name(run: RunFacts, judge: str) -> str:
-    return _served(judge) if run.framework == "inspect" else judge
+    return served_name(judge) if run.framework == "inspect" else judge
 
 
 def _official(run: RunFacts, bar: ReleaseBar) -> list[str]:
@@ -408,12 +252,21 @@ def _official(run: RunFacts, bar: ReleaseBar) -> list[str]:
 
 
 def _judged(run: RunFacts, bar: ReleaseBar) -> list[str]:
+    """ClinConsensus: the judgments (:func:`_judgments`); CliMedBench: answers parsed within the bar."""
+    if run.benchmark != CLIMEDBENCH:
+        return _judgments(run, bar)
+    results = run.items.results if run.items is not None else []
+    failed = sum(1 for r in results if not r.parsed)
+    if results and failed > bar.failure_share * len(results):
+        return [f"{failed} of {len(results)} answers unparseable, above the {bar.failure_share:.1%} allowed: check the "
+                "model's answer format (the prompt's last line asks for it) before publishing"]
+    return []
+
+
+def _judgments(run: RunFacts, bar: ReleaseBar) -> list[str]:
+    """The judge's part (ClinConsensus): failed judgments within the bar, no answer cut to the judge's
+    context, no suspect answer."""
     if run.benchmark == CLIMEDBENCH:
-        results = run.items.results if run.items is not None else []
-        failed = sum(1 for r in results if not r.parsed)
-        if results and failed > bar.failure_share * len(results):
-            return [f"{failed} of {len(results)} answers unparseable, above the {bar.failure_share:.1%} allowed: check the "
-                    "model's answer format (the prompt's last line asks for it) before publishing"]
         return []
     tally = failure_tally([r.graded for r in run.records])
     planned = tally.judged + DEFAULT_N_CRITERIA * run.errored * run.judges_per_case
@@ -469,53 +322,30 @@ def _climedbench_numbers(run: RunFacts) -> list[str]:
 
 CHECKS: tuple[Check, ...] = (_finished, _version, _data, _whole, _independent, _official, _judged, _numbers)
 
-
-# -- which runs, and the verdict -----------------------------------------------------------------
-
-
-def gate_runs(paths: Sequence[str | Path]) -> list[Callable[[], RunFacts]]:
-    """The runs among ``paths`` (files, or folders searched as the report searches them), each as
-    a reader of its facts: every Inspect log; every lm-eval results file with each of its tasks'
-    samples files; a samples file without its results file (a run that did not finish)."""
-    files = find_logs(paths)
-    readers: list[Callable[[], RunFacts]] = []
-    claimed: set[Path] = set()
-    for path in files:
-        if is_lmeval_results(path):
-            readers += _lmeval_readers(path, claimed)
-    for path in files:  # a samples file named alone: its results file is beside it
-        results = path.with_name(f"results_{lmeval_run_key(path)[1]}.json")
-        if is_lmeval_samples(path) and path not in claimed and results.is_file():
-            readers += _lmeval_readers(results, claimed, only=lmeval_task(path))
-    for path in files:
-        if is_inspect_log(path, named=True) and not is_lmeval_results(path):
-            readers.append(lambda p=path: _inspect_facts(p))
-        elif is_lmeval_samples(path) and path not in claimed:
-            readers.append(lambda p=path: RunFacts(str(p), "lm-eval", benchmark_of(p),
-                                                   unfinished=[f"no lm-eval results file beside {p.name}: the run did not finish"]))
-    return readers
+# The facts a regression gate (``compare-models``) holds each of its two runs to: the run's health
+# as a measurement, not the release-only facts (the public data at its revision, CliMedBench's 14
+# clean scenarios, an independent judge, the official prompt), so two runs of a custom prompt or of
+# the bundled sample may be compared; nor the model's own output (empty or unparseable answers),
+# which the comparison scores. Same data and same judge on both sides are the comparison's own checks.
+COMPARISON_CHECKS: tuple[Check, ...] = (_finished, _version, _every_case, _judgments, _numbers)
+COMPARISON_PROFILE = ("finished, current task version, the whole selection (no --limit), failures <= 1%, no suspect or cut "
+                      "answer, header numbers = records")
 
 
-def _lmeval_readers(results: Path, claimed: set[Path], only: str = "") -> list[Callable[[], RunFacts]]:
-    """One reader per ClinConsensus task of the results file, and one for all its CliMedBench tasks
-    (``only``: that task alone)."""
-    try:
-        tasks = [t for t in (json.loads(results.read_text(encoding="utf-8")).get("configs") or {}) if t == only or not only]
-    except (OSError, ValueError):
-        return [lambda: _lmeval_facts(results, [only or CLINCONSENSUS], {})]
-    stamp = results.stem.removeprefix("results_")
-    beside = {task: results.with_name(f"samples_{task}_{stamp}.jsonl") for task in tasks}
-    samples = {task: path if path.is_file() else None for task, path in beside.items()}
-    claimed.update(p for p in samples.values() if p is not None)
-    groups = [[t] for t in tasks if t.startswith(CLINCONSENSUS)] + [[t for t in tasks if t.startswith(CLIMEDBENCH)]]
-    return [lambda g=group: _lmeval_facts(results, g, samples) for group in groups if group]
+# -- the verdict -----------------------------------------------------------------------------------
 
 
-def run_problems(facts: RunFacts, bar: ReleaseBar) -> list[str]:
-    """Why the run is not a release run under ``bar``; empty when it is. A run that did not finish
-    gets that one reason only (its numbers are not final)."""
+def run_problems(facts: RunFacts, bar: ReleaseBar, checks: Sequence[Check] = CHECKS) -> list[str]:
+    """Why the run is not a release run under ``bar`` (``checks``: another profile's, e.g.
+    :data:`COMPARISON_CHECKS`); empty when it is. A run that did not finish gets that one reason
+    only (its numbers are not final)."""
     unfinished = _finished(facts, bar)
     if unfinished and not facts.records and facts.items is None:
         return unfinished
-    return [problem for check in CHECKS for problem in check(facts, bar)]
+    return [problem for check in checks for problem in check(facts, bar)]
+
+
+def comparison_problems(facts: RunFacts, bar: ReleaseBar) -> list[str]:
+    """Why the run is not fit for a regression gate under ``bar`` (:data:`COMPARISON_CHECKS`); empty when it is."""
+    return run_problems(facts, bar, COMPARISON_CHECKS)
 

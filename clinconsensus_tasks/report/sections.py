@@ -1,7 +1,7 @@
 """The report's sections: tables, charts and notes, built from the runs (``report.runs``).
 
 Every number is computed by the project's scoring core (``scorers.clinconsensus.cacs`` and its
-metric table, ``scorers.climedbench``, ``commands.tools.compare_records``) from the records the log
+metric table, ``scorers.climedbench``, ``run_records.agreement.compare_records``) from the records the log
 readers return, so the report equals what the frameworks logged; the leaderboard's columns are
 the metric table's (a metric added there appears here). The bootstrap intervals score every
 resample with the same core.
@@ -166,9 +166,9 @@ AGREEMENT_COLUMNS = ("agreement/percent", "agreement/kappa", "agreement/macro_f1
 
 
 def agreement_table(runs: Sequence[ClinRun]) -> Table:
-    """Reference judge against the local judge, for dual-judge runs (``commands.tools.compare_records``,
+    """Reference judge against the local judge, for dual-judge runs (``run_records.agreement.compare_records``,
     on the records the report read)."""
-    from clinconsensus_tasks.commands.tools import compare_records
+    from clinconsensus_tasks.run_records.agreement import compare_records
 
     rows = []
     for run in runs:

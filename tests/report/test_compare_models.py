@@ -86,13 +86,18 @@ def test_degraded_candidate_fails_the_gate_identical_runs_pass(fake_server, tmp_
     assert "RESULT: FAIL: candidate worse on cacs@10" in table and "cacs@10" in table
 
 
-def test_runs_on_other_data_or_judges_are_refused_unless_allowed(fake_server, tmp_path, capsys):
+def test_runs_on_other_data_or_judges_are_refused_unless_allowed(fake_server, tmp_path, capsys, monkeypatch):
+    from clinconsensus_tasks.clinconsensus.dataset import sample_path
+
     run_lmeval(fake_server.base_url, tmp_path / "lmeval")
     samples = next((tmp_path / "lmeval").rglob("samples_clinconsensus*.jsonl"))
-    lines = samples.read_text(encoding="utf-8").splitlines()
-    fewer = tmp_path / "fewer" / samples.name
-    fewer.parent.mkdir()
-    fewer.write_text("\n".join(lines[:-2]) + "\n", encoding="utf-8")
+    # A whole run on other data: the bundled cases but the last two (a samples file cut short would
+    # be a run that did not finish, refused for that: tests/report/test_compare_models_gate.py).
+    data = tmp_path / "ten.jsonl"
+    data.write_text("\n".join(sample_path().read_text(encoding="utf-8").splitlines()[:-2]) + "\n", encoding="utf-8")
+    monkeypatch.setenv("CLINCONSENSUS_DATA", str(data))
+    run_lmeval(fake_server.base_url, tmp_path / "fewer")
+    fewer = next((tmp_path / "fewer").rglob("samples_clinconsensus*.jsonl"))
     assert cli_main(["compare-models", str(samples), str(fewer)]) == 2
     assert "not on the same data: 2 case(s) only in the baseline" in capsys.readouterr().err
     code, report = _compare(capsys, str(samples), str(fewer), "--allow-different-data")
