@@ -205,3 +205,15 @@ def test_from_a_checkout_only_the_installed_subpackages_resolve():
             "    except ImportError:\n        pass\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+
+
+def test_every_package_of_the_tree_is_in_the_wheel():
+    # A new folder of the package missing from pyproject.toml's explicit list installs from a
+    # checkout (editable) but not from the wheel CI and users install: run_records/ was.
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(path.parent.relative_to(ROOT).parts) for path in (ROOT / "clinconsensus_tasks").rglob("__init__.py")}
+    found |= {"clinconsensus_tasks.scorers" + "".join("." + p for p in path.parent.relative_to(ROOT / "scorers").parts)
+              for path in (ROOT / "scorers").rglob("__init__.py")}
+    assert sorted(found - listed) == []
