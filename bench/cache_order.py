@@ -10,7 +10,12 @@ and the judging wall time against the ideal (calls x latency / concurrency) with
 
 ``--before`` sends every criterion of a case at once, as the graders did before (for comparison).
 
-Usage: python bench/cache_order.py [--cases 50] [--latency 1.0] [--frameworks inspect,lmeval] [--before]
+``--concurrency`` sets the judge connections of both frameworks (Inspect's grader
+``max_connections``, lm-eval's ``CLINCONSENSUS_JUDGE_CONCURRENCY``); each framework's line also
+gives its CPU per judge call (Inspect: the whole eval's process CPU; lm-eval: the judge filter's)
+and the calls a second one core sustains at that cost.
+
+Usage: python bench/cache_order.py [--cases 50] [--latency 1.0] [--concurrency 32] [--frameworks inspect,lmeval] [--before]
 The last line printed is one JSON object {framework: {...}}.
 """
 
@@ -41,13 +46,16 @@ def all_at_once() -> None:
     rubric_grading._judge_prefix_first = gather_all
 
 
-def measure(framework: str, server: Server, data: str, work: Path, latency: float) -> dict:
+def measure(framework: str, server: Server, data: str, work: Path, latency: float, concurrency: int = CONCURRENCY) -> dict:
     server.reset(latency)
     run = run_inspect if framework == "inspect" else run_lmeval
-    result = run(server, data, PER_CRITERION, str(work / f"{framework}-cache"))
+    server_cpu = server.cpu_seconds()
+    result = run(server, data, PER_CRITERION, str(work / f"{framework}-cache"), concurrency=concurrency)
+    server_cpu = server.cpu_seconds() - server_cpu
     usage = result["judge_usage"]
     calls = result["judge_calls"]
-    ideal = calls * latency / CONCURRENCY
+    ideal = calls * latency / concurrency
+    cpu_ms = 1000 * result["cpu"] / max(1, calls)
     return {
         "judge_calls": calls,
         "share_after_first_returned": round(result["prefix_repeats_after_return"] / max(1, result["prefix_repeats"]), 4),
@@ -55,6 +63,10 @@ def measure(framework: str, server: Server, data: str, work: Path, latency: floa
         "judging_wall_s": round(result["wall"], 2),
         "ideal_wall_s": round(ideal, 2),
         "ratio_to_ideal": round(result["wall"] / ideal, 3) if ideal else None,
+        "concurrency": concurrency,
+        "cpu_ms_per_call": round(cpu_ms, 2),
+        "calls_per_cpu_second": round(1000 / cpu_ms, 1) if cpu_ms else None,
+        "stand_in_cpu_s": round(server_cpu, 2),
     }
 
 
@@ -64,6 +76,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=1.0, help="seconds the stand-in judge takes per call")
     parser.add_argument("--answer-chars", type=int, default=1500)
     parser.add_argument("--frameworks", default="inspect,lmeval")
+    parser.add_argument("--concurrency", type=int, default=CONCURRENCY, help="judge connections of each framework")
     parser.add_argument("--before", action="store_true", help="send all 30 criteria of a case at once (the old behaviour)")
     args = parser.parse_args()
     if args.before:
@@ -76,16 +89,16 @@ def main() -> None:
     results = {}
     try:
         for framework in args.frameworks.split(","):
-            results[framework] = measure(framework, server, str(data), work, args.latency)
+            results[framework] = measure(framework, server, str(data), work, args.latency, args.concurrency)
             print(f"  {framework}: {json.dumps(results[framework])}", file=sys.stderr, flush=True)
     finally:
         server.stop()
     order = "all criteria at once (before)" if args.before else "first criterion, then the rest"
-    print(f"{args.cases} cases x 30 criteria, per-criterion, {order}, {args.latency:g} s judge, concurrency {CONCURRENCY}")
+    print(f"{args.cases} cases x 30 criteria, per-criterion, {order}, {args.latency:g} s judge, concurrency {args.concurrency}")
     for framework, r in results.items():
         print(f"  {framework:8} calls 2-30 sent after the case's first call returned: {r['share_after_first_returned']:.3f}; "
               f"cached share of prompt tokens {r['cached_share_of_prompt_tokens']:.3f}; judging {r['judging_wall_s']} s (ideal {r['ideal_wall_s']} s, "
-              f"{r['ratio_to_ideal']}x the ideal)")
+              f"{r['ratio_to_ideal']}x the ideal); {r['cpu_ms_per_call']} ms CPU per judge call")
     print(json.dumps(results))
 
 

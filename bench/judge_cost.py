@@ -69,6 +69,12 @@ class Server:
         with urllib.request.urlopen(f"{self.base_url}/stats") as resp:
             return json.load(resp)
 
+    def cpu_seconds(self) -> float:
+        """CPU the stand-in's process has used (user + system, from /proc): where it nears the
+        wall time the stand-in, not the client, set the pace."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(10)

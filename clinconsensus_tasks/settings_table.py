@@ -97,6 +97,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("judge_max_attempts", "int", "3", "attempts per verdict before it counts as a failed judgment", inspect="judge_max_attempts"),
     Setting("judge_failure_threshold", "share", "0.01", "share of failed judgments that ends the run with an error (0: never)",
             env=ENV_FAILURE_THRESHOLD, metadata="judge_failure_threshold", inspect="judge_failure_threshold"),
+    Setting("judge_http", "str", "aiohttp", "`aiohttp` (the OpenAI SDK's aiohttp transport, where no proxy variable is set) or "
+            "`httpx` (the SDK's default) for judge requests", env="CLINCONSENSUS_JUDGE_HTTP", metadata="judge_http",
+            inspect="(environment)"),
     Setting("judge_batch_poll", "float", "30", "seconds between polls of the provider's batch API", env="CLINCONSENSUS_JUDGE_BATCH_POLL",
             metadata="judge_batch_poll", inspect="(not used: Inspect's own batch mode)"),
     # -- ClinConsensus: each judge role (grader; the second judge under LOCAL_) --

@@ -41,7 +41,7 @@ from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.inspect_compat import active_generate_config
 from clinconsensus_tasks.judge.inspect_server import judge_extra_body, server_now
-from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, check_failed, response_format
+from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, async_http_client, check_failed, response_format
 from clinconsensus_tasks.judge.server_info import LLAMA_CPP, ServerInfo, in_flight
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ENV_FAILURE_THRESHOLD,
@@ -138,6 +138,7 @@ def single_client_attempt(model: Model, breaker: CircuitBreaker | None = None) -
     only when a request is really sent, after Inspect's response cache had its say."""
     api = getattr(model, "api", None)
     if api is not None:
+        judge_transport(api)
         hold_secret(getattr(api, "api_key", None))
         hold_url_secrets(getattr(api, "base_url", None))
         if breaker is not None:
@@ -150,6 +151,27 @@ def single_client_attempt(model: Model, breaker: CircuitBreaker | None = None) -
     model_args = getattr(api, "model_args", None)
     if isinstance(model_args, dict) and client is not None:
         model_args.setdefault("max_retries", 0)  # kept when Inspect re-creates the client
+
+
+TRANSPORT_ATTRIBUTE = "_clinconsensus_transport"
+
+
+def judge_transport(api: Any) -> None:
+    """Send a judge's requests through the HTTP transport the project's own judge client uses
+    (``protocol.async_http_client``: the OpenAI SDK's aiohttp transport unless told or a proxy is
+    set), for the OpenAI-compatible providers, whose ``http_client`` Inspect takes as a model
+    argument: the provider's client is re-created around it by its own ``initialize()`` (what
+    Inspect calls to re-initialise a client). Everything above the HTTP layer is Inspect's as
+    before: retries, the response cache, the batch API, the transcript of each call. Other
+    providers, and a judge already switched, are left as they are."""
+    if getattr(api, TRANSPORT_ATTRIBUTE, False) or not hasattr(api, "http_client") or not callable(getattr(api, "initialize", None)):
+        return
+    setattr(api, TRANSPORT_ATTRIBUTE, True)
+    transport = async_http_client()
+    if transport is None:
+        return
+    api.http_client = transport
+    api.initialize()
 
 
 def _guarded(api: Any, call: Callable[..., Any]) -> Callable[..., Any]:

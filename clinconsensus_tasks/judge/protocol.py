@@ -18,15 +18,17 @@ lm-eval path and the command line in ``judge.client``, the provider's batch API 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
+from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.judge.server_info import ServerInfo, with_thinking_off
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_MESSAGES
 from clinconsensus_tasks.scorers.redact import redact
 
-__all__ = ["PROBE_MAX_TOKENS", "PROBE_MESSAGES", "check_failed", "decoding", "openai_client", "request_fields", "response_format"]
+__all__ = ["PROBE_MAX_TOKENS", "PROBE_MESSAGES", "check_failed", "decoding", "async_http_client", "openai_client", "request_fields", "response_format"]
 
 PROBE_MAX_TOKENS = 8  # the judge check asks for a word, not a verdict
 
@@ -68,10 +70,42 @@ def check_failed(judge: str, where: str, reason: str, hint: str) -> Configuratio
 
 def openai_client(settings: Any, asynchronous: bool = True, retries: int | None = None) -> Any:
     """The OpenAI SDK client of a judge's settings (``judge.client.JudgeSettings``): base URL, key,
-    time-out. ``retries``: the SDK's own retries (default ``settings.max_retries``; the grading
-    client retries itself, so that its breaker sees every attempt)."""
+    time-out, and for the asynchronous client the HTTP transport of :func:`async_http_client`.
+    ``retries``: the SDK's own retries (default ``settings.max_retries``; the grading client
+    retries itself, so that its breaker sees every attempt)."""
     from openai import AsyncOpenAI, OpenAI
 
+    transport = async_http_client() if asynchronous else None
     kind = AsyncOpenAI if asynchronous else OpenAI
     return kind(base_url=settings.base_url, api_key=settings.api_key, timeout=settings.timeout,
-                max_retries=settings.max_retries if retries is None else retries)
+                max_retries=settings.max_retries if retries is None else retries,
+                **({"http_client": transport} if transport is not None else {}))
+
+
+AIOHTTP, HTTPX = "aiohttp", "httpx"
+_PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy")
+
+
+def async_http_client(env: Mapping[str, str] | None = None) -> Any | None:
+    """The HTTP client judge requests go through, in both frameworks (Inspect: the grader role's
+    provider, where it is OpenAI-compatible): the OpenAI SDK's aiohttp transport
+    (``DefaultAioHttpClient``), or ``None`` for the SDK's default httpx client.
+
+    Why: httpx's connection pool asks every pooled connection whether it has expired each time it
+    places a request, so each request costs more the more connections there are (22% of
+    Inspect's judge-path CPU at 256 connections, ``bench/cache_order.py``); aiohttp's connector
+    does not. httpx stays where aiohttp would change what the user set up or cannot run: the
+    judge transport set to ``httpx`` (``CLINCONSENSUS_JUDGE_HTTP``), a proxy variable
+    (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``: httpx honours them, this transport does not),
+    or the SDK's aiohttp extra missing."""
+    env = os.environ if env is None else env
+    if (settings_table.raw("judge_http", env) or AIOHTTP).lower() == HTTPX:
+        return None
+    if any(env.get(name) or env.get(name.upper()) for name in _PROXY_VARIABLES):
+        return None
+    try:
+        from openai import DefaultAioHttpClient
+
+        return DefaultAioHttpClient()
+    except (ImportError, RuntimeError):  # the SDK without its aiohttp extra
+        return None
