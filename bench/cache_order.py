@@ -10,12 +10,17 @@ and the judging wall time against the ideal (calls x latency / concurrency) with
 
 ``--before`` sends every criterion of a case at once, as the graders did before (for comparison).
 
+The levers of issue 35 (each off by default, each one's figure in docs/performance.md): the
+judges' HTTP transport (``CLINCONSENSUS_JUDGE_HTTP=httpx`` for the SDK's default),
+``--no-judge-cache`` and, for Inspect, ``--no-log-realtime``.
+
 ``--concurrency`` sets the judge connections of both frameworks (Inspect's grader
 ``max_connections``, lm-eval's ``CLINCONSENSUS_JUDGE_CONCURRENCY``); each framework's line also
 gives its CPU per judge call (Inspect: the whole eval's process CPU; lm-eval: the judge filter's)
 and the calls a second one core sustains at that cost.
 
 Usage: python bench/cache_order.py [--cases 50] [--latency 1.0] [--concurrency 32] [--frameworks inspect,lmeval] [--before]
+                                   [--no-judge-cache] [--no-log-realtime]
 The last line printed is one JSON object {framework: {...}}.
 """
 
@@ -46,11 +51,13 @@ def all_at_once() -> None:
     rubric_grading._judge_prefix_first = gather_all
 
 
-def measure(framework: str, server: Server, data: str, work: Path, latency: float, concurrency: int = CONCURRENCY) -> dict:
+def measure(framework: str, server: Server, data: str, work: Path, latency: float, concurrency: int = CONCURRENCY,
+            judge_cache: bool = True, log_realtime: bool | None = None) -> dict:
     server.reset(latency)
     run = run_inspect if framework == "inspect" else run_lmeval
     server_cpu = server.cpu_seconds()
-    result = run(server, data, PER_CRITERION, str(work / f"{framework}-cache"), concurrency=concurrency)
+    levers = {"log_realtime": log_realtime} if framework == "inspect" else {}
+    result = run(server, data, PER_CRITERION, str(work / f"{framework}-cache"), concurrency=concurrency, judge_cache=judge_cache, **levers)
     server_cpu = server.cpu_seconds() - server_cpu
     usage = result["judge_usage"]
     calls = result["judge_calls"]
@@ -77,6 +84,8 @@ def main() -> None:
     parser.add_argument("--answer-chars", type=int, default=1500)
     parser.add_argument("--frameworks", default="inspect,lmeval")
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY, help="judge connections of each framework")
+    parser.add_argument("--no-judge-cache", action="store_true", help="judge_cache off: no response cache for the judge's calls")
+    parser.add_argument("--no-log-realtime", action="store_true", help="Inspect's log_realtime off (--no-log-realtime)")
     parser.add_argument("--before", action="store_true", help="send all 30 criteria of a case at once (the old behaviour)")
     args = parser.parse_args()
     if args.before:
@@ -89,7 +98,8 @@ def main() -> None:
     results = {}
     try:
         for framework in args.frameworks.split(","):
-            results[framework] = measure(framework, server, str(data), work, args.latency, args.concurrency)
+            results[framework] = measure(framework, server, str(data), work, args.latency, args.concurrency,
+                                         not args.no_judge_cache, False if args.no_log_realtime else None)
             print(f"  {framework}: {json.dumps(results[framework])}", file=sys.stderr, flush=True)
     finally:
         server.stop()

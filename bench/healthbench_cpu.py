@@ -23,7 +23,7 @@ calls, CPU ms per judge call for each, and their ratio (plugin / HealthBench; 0.
 virtual environment holding an earlier commit of the plugin (the stand-in, the data and
 HealthBench's side stay this checkout's).
 
-Usage: python bench/healthbench_cpu.py [--cases 50] [--repeats 3] [--inspect-evals 0.28.0] [--scorer PATH]
+Usage: python bench/healthbench_cpu.py [--cases 50] [--repeats 3] [--concurrency 32] [--inspect-evals 0.28.0] [--scorer PATH]
                                        [--plugin-python PYTHON]
 The last line printed is one JSON object.
 """
@@ -86,7 +86,7 @@ def healthbench_task(data: str, module, grader):
                                                  include_subset_scores=False))
 
 
-def one_run(which: str, base_url: str, data: str, template: str, scorer: str) -> float:
+def one_run(which: str, base_url: str, data: str, template: str, scorer: str, concurrency: int = 32) -> float:
     """One Inspect run in this process; its CPU seconds around ``inspect_ai.eval``."""
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import GenerateConfig, get_model
@@ -94,7 +94,7 @@ def one_run(which: str, base_url: str, data: str, template: str, scorer: str) ->
     os.environ["INSPECT_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"bench-hb-{which}-cache-")
     for svc in ("CAND", "JUDGE"):
         os.environ[f"{svc}_BASE_URL"], os.environ[f"{svc}_API_KEY"] = base_url, "bench"
-    grader = get_model("openai-api/judge/judge-model", config=GenerateConfig(max_connections=32), memoize=False)
+    grader = get_model("openai-api/judge/judge-model", config=GenerateConfig(max_connections=concurrency), memoize=False)
     if which == "plugin":
         from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
 
@@ -104,7 +104,7 @@ def one_run(which: str, base_url: str, data: str, template: str, scorer: str) ->
         module.GRADER_TEMPLATE = without_example_verdicts(module.GRADER_TEMPLATE)  # read by its scorer at each call
         task = healthbench_task(data, module, grader)
     cpu = time.process_time()
-    log = inspect_eval(task, model="openai-api/cand/cand-model", model_roles={"grader": grader}, max_connections=32, max_samples=64,
+    log = inspect_eval(task, model="openai-api/cand/cand-model", model_roles={"grader": grader}, max_connections=concurrency, max_samples=64,
                        log_dir=tempfile.mkdtemp(prefix=f"bench-hb-{which}-logs-"), display="none")[0]
     cpu = time.process_time() - cpu
     if log.status != "success":
@@ -120,13 +120,14 @@ def main() -> None:
     parser.add_argument("--inspect-evals", default="0.28.0", help="the inspect_evals release whose HealthBench scorer is measured")
     parser.add_argument("--scorer", help="a healthbench/scorer.py already on disk (instead of downloading the release)")
     parser.add_argument("--plugin-python", default=sys.executable, help="the interpreter of the plugin's runs")
+    parser.add_argument("--concurrency", type=int, default=32, help="the grader's connections in both runs")
     parser.add_argument("--one", choices=["plugin", "healthbench"], help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--template", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps({"cpu_s": one_run(args.one, args.base_url, args.data, args.template, args.scorer)}))
+        print(json.dumps({"cpu_s": one_run(args.one, args.base_url, args.data, args.template, args.scorer, args.concurrency)}))
         return
 
     from judge_cost import Server, write_cases
@@ -147,21 +148,21 @@ def main() -> None:
                 server.reset(0.0)
                 python = args.plugin_python if which == "plugin" else sys.executable
                 done = subprocess.run([python, __file__, "--one", which, "--base-url", server.base_url, "--data", str(data),
-                                       "--template", str(template), "--scorer", scorer],
+                                       "--template", str(template), "--scorer", scorer, "--concurrency", str(args.concurrency)],
                                       capture_output=True, text=True, cwd=Path(__file__).parent)
                 if done.returncode != 0:
                     raise RuntimeError(f"{which} run failed:\n{done.stderr[-3000:]}")
                 runs[which].append({**json.loads(done.stdout.strip().splitlines()[-1]), "judge_calls": server.stats()["judge_calls"]})
     finally:
         server.stop()
-    out = {"cases": args.cases, "repeats": args.repeats, "inspect_evals": args.scorer or args.inspect_evals,
+    out = {"cases": args.cases, "repeats": args.repeats, "concurrency": args.concurrency, "inspect_evals": args.scorer or args.inspect_evals,
            "plugin_python": args.plugin_python}
     for which, done in runs.items():
         best = min(done, key=lambda r: r["cpu_s"])
         out[which] = {"judge_calls": best["judge_calls"], "cpu_ms_per_judge_call": round(1000 * best["cpu_s"] / best["judge_calls"], 3),
                       "cpu_s_runs": [round(r["cpu_s"], 2) for r in done]}
     out["plugin_over_healthbench"] = round(out["plugin"]["cpu_ms_per_judge_call"] / out["healthbench"]["cpu_ms_per_judge_call"], 3)
-    print(f"{args.cases} cases x 30 criteria, 0 s judge, same prompt text; inspect_evals {out['inspect_evals']}")
+    print(f"{args.cases} cases x 30 criteria, 0 s judge, {args.concurrency} connections, same prompt text; inspect_evals {out['inspect_evals']}")
     for which in runs:
         print(f"  {which:12s} {out[which]['judge_calls']} judge calls, {out[which]['cpu_ms_per_judge_call']} ms CPU per call "
               f"(runs: {out[which]['cpu_s_runs']} s)")

@@ -145,7 +145,8 @@ def inspect_bare_task(data: str, mode: str):
     return Task(dataset=MemoryDataset(samples), solver=generate(), scorer=bare_scorer())
 
 
-def run_inspect(server: Server, data: str, mode: str, cache_dir: str, bare: bool = False, concurrency: int = 32) -> dict:
+def run_inspect(server: Server, data: str, mode: str, cache_dir: str, bare: bool = False, concurrency: int = 32,
+                judge_cache: bool = True, log_realtime: bool | None = None) -> dict:
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import GenerateConfig, get_model
 
@@ -155,7 +156,7 @@ def run_inspect(server: Server, data: str, mode: str, cache_dir: str, bare: bool
     for svc in ("CAND", "JUDGE"):
         os.environ[f"{svc}_BASE_URL"] = server.base_url
         os.environ[f"{svc}_API_KEY"] = "bench"
-    task = inspect_bare_task(data, mode) if bare else clinconsensus(data=data, judge_mode=mode, judge_prompt="project")
+    task = inspect_bare_task(data, mode) if bare else clinconsensus(data=data, judge_mode=mode, judge_prompt="project", judge_cache=judge_cache)
     grader = get_model("openai-api/judge/judge-model", config=GenerateConfig(max_connections=concurrency), memoize=False)
     cpu, wall = time.process_time(), time.perf_counter()
     log = inspect_eval(
@@ -166,6 +167,7 @@ def run_inspect(server: Server, data: str, mode: str, cache_dir: str, bare: bool
         max_samples=64,
         log_dir=tempfile.mkdtemp(prefix="bench-inspect-logs-"),
         display="none",
+        log_realtime=log_realtime,
     )[0]
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     if log.status != "success":
@@ -176,7 +178,8 @@ def run_inspect(server: Server, data: str, mode: str, cache_dir: str, bare: bool
 # -- lm-eval ------------------------------------------------------------------------------------
 
 
-def run_lmeval(server: Server, data: str, mode: str, cache_dir: str, concurrency: int = 32, judge_prompt: str = "project") -> dict:
+def run_lmeval(server: Server, data: str, mode: str, cache_dir: str, concurrency: int = 32, judge_prompt: str = "project",
+               judge_cache: bool = True) -> dict:
     """A real lm-eval run; CPU and wall time are taken around the plugin's judge filter only."""
     import clinconsensus_tasks.clinconsensus.lmeval_task as glue
     from clinconsensus_tasks.lmeval_glue import simple_evaluate
@@ -189,6 +192,7 @@ def run_lmeval(server: Server, data: str, mode: str, cache_dir: str, concurrency
         CLINCONSENSUS_JUDGE_PROMPT=judge_prompt,  # the project's prompt unless told (the stand-in knows it)
         CLINCONSENSUS_JUDGE_CONCURRENCY=str(concurrency),
         CLINCONSENSUS_CACHE_DIR=cache_dir,
+        CLINCONSENSUS_JUDGE_CACHE="1" if judge_cache else "0",
     )
     timing = {}
     real_filter = glue.judge_filter

@@ -387,8 +387,9 @@ class InspectJudges:
             del decoding["response_schema"]
             extra_body = {**(extra_body or {}), "response_format": response_format(server.kind, self.mode)}
 
+        config = judge_call_config(model, **decoding, extra_body=extra_body)  # the same for every call of the case
+
         async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
-            config = judge_call_config(model, **decoding, extra_body=extra_body)
             # Wait for a connection first: the breaker is asked when a request is really sent
             # (_guarded), so a call queued while the judge died is never sent, and a verdict in
             # Inspect's response cache is served whatever the breaker says.

@@ -84,28 +84,70 @@ def openai_client(settings: Any, asynchronous: bool = True, retries: int | None 
 
 AIOHTTP, HTTPX = "aiohttp", "httpx"
 _PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy")
+SDK_CONNECTIONS = 1000  # the OpenAI SDK's own pool limit; the callers bound what is in flight
 
 
 def async_http_client(env: Mapping[str, str] | None = None) -> Any | None:
     """The HTTP client judge requests go through, in both frameworks (Inspect: the grader role's
-    provider, where it is OpenAI-compatible): the OpenAI SDK's aiohttp transport
-    (``DefaultAioHttpClient``), or ``None`` for the SDK's default httpx client.
+    provider, where it is OpenAI-compatible): the OpenAI SDK's aiohttp transport, or ``None`` for
+    the SDK's default httpx client.
 
     Why: httpx's connection pool asks every pooled connection whether it has expired each time it
     places a request, so each request costs more the more connections there are (22% of
     Inspect's judge-path CPU at 256 connections, ``bench/cache_order.py``); aiohttp's connector
-    does not. httpx stays where aiohttp would change what the user set up or cannot run: the
-    judge transport set to ``httpx`` (``CLINCONSENSUS_JUDGE_HTTP``), a proxy variable
-    (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``: httpx honours them, this transport does not),
-    or the SDK's aiohttp extra missing."""
+    does not. httpx stays where the user said so (``CLINCONSENSUS_JUDGE_HTTP=httpx``), behind a
+    proxy (a proxy variable set: httpx's proxy handling is the one the frameworks' own clients
+    use and this project tests), or where the SDK's aiohttp transport cannot be had."""
     env = os.environ if env is None else env
     if (settings_table.raw("judge_http", env) or AIOHTTP).lower() == HTTPX:
         return None
     if any(env.get(name) or env.get(name.upper()) for name in _PROXY_VARIABLES):
         return None
     try:
-        from openai import DefaultAioHttpClient
-
-        return DefaultAioHttpClient()
-    except (ImportError, RuntimeError):  # the SDK without its aiohttp extra
+        return _aiohttp_client()
+    except (ImportError, RuntimeError):  # the SDK without its aiohttp transport
         return None
+
+
+def _aiohttp_client() -> Any:
+    import asyncio
+    import warnings
+
+    import aiohttp
+    import httpx2
+    from openai import DefaultAioHttpClient
+    from openai._vendor.httpx_aiohttp import AiohttpTransport
+
+    class Transport(AiohttpTransport):
+        """The SDK's aiohttp transport, with two corrections:
+
+        * a session for each event loop: an aiohttp session serves only the loop it was made in,
+          and Inspect keeps a model (its client, this transport) from one ``eval()`` to the next,
+          each in a loop of its own; a session left by a loop that is gone is let go, closed;
+        * a connection that failed (refused, reset, closed with no reply) is a connection error,
+          as httpx reports it (the SDK's ``APIConnectionError``), where the transport's error
+          table makes it a connect time-out."""
+
+        loop: asyncio.AbstractEventLoop | None = None
+
+        async def handle_async_request(self, request: Any) -> Any:
+            running = asyncio.get_running_loop()
+            if self.loop is not running:
+                self.loop, stale, self.client = running, self.client, None
+                if isinstance(stale, aiohttp.ClientSession) and stale.connector is not None:
+                    # Its loop is gone: the connector's synchronous close only marks it closed
+                    # (its connections went with the loop), with nothing left to await.
+                    with warnings.catch_warnings():  # "close() is a coroutine": not on a loop that is gone
+                        warnings.simplefilter("ignore", DeprecationWarning)
+                        aiohttp.BaseConnector.close(stale.connector)
+                    stale.detach()
+            try:
+                return await super().handle_async_request(request)
+            except httpx2.ConnectTimeout as exc:
+                cause = exc.__cause__
+                if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, aiohttp.ServerTimeoutError):
+                    raise httpx2.ConnectError(str(cause), request=request) from cause
+                raise
+
+    limits = httpx2.Limits(max_connections=SDK_CONNECTIONS, max_keepalive_connections=SDK_CONNECTIONS)
+    return DefaultAioHttpClient(transport=Transport(limits=limits), limits=limits)

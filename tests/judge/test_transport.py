@@ -13,6 +13,7 @@ import pytest
 
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.judge.protocol import async_http_client
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PROBE_SYSTEM
 from frameworks import HEADLINE, run_inspect, run_lmeval
 
 JUDGMENTS = 30 * len(load_cases("sample").cases)  # 30 criteria for each case of the bundled sample
@@ -51,7 +52,8 @@ def counted(monkeypatch):
     real = transport.AiohttpTransport.handle_async_request
 
     async def handle(self, request):
-        seen.append(request.url.path)
+        if PROBE_SYSTEM not in request.content.decode("utf-8", "replace"):  # judgments only: not the judge check
+            seen.append(request.url.path)
         return await real(self, request)
 
     monkeypatch.setattr(transport.AiohttpTransport, "handle_async_request", handle)
@@ -66,10 +68,57 @@ def test_both_frameworks_judge_through_the_transport_chosen_and_agree(fake_serve
     through_inspect = len(counted)
     _, lmeval_metrics = run_lmeval(fake_server.base_url)
     through_lmeval = len(counted) - through_inspect
-    # Every judgment goes through the transport chosen, and Inspect's judge check (sent by the
-    # solver through the grader); lm-eval's check uses the SDK's synchronous client. The model
-    # under test is not a judge: its requests never do.
-    expected = (JUDGMENTS + 1, JUDGMENTS) if http == "aiohttp" else (0, 0)
+    # Every judgment goes through the transport chosen (the judge check is not counted: Inspect
+    # sends it through the grader or, when the role is bound before the task is built, with the
+    # SDK's synchronous client, as lm-eval does). The model under test is not a judge.
+    expected = (JUDGMENTS, JUDGMENTS) if http == "aiohttp" else (0, 0)
     assert (through_inspect, through_lmeval) == expected
     assert set(counted) <= {"/v1/chat/completions"}
     assert {k: inspect_metrics[k] for k in HEADLINE} == {k: lmeval_metrics[k] for k in HEADLINE}
+
+
+@pytest.mark.parametrize("http", ["aiohttp", "httpx"])
+@pytest.mark.parametrize("where", ["refused", "dropped"])
+def test_a_failed_connection_is_a_connection_error_in_either_transport(fake_server, monkeypatch, http, where):
+    # aiohttp's error table makes a refused or dropped connection a connect time-out; the judge's
+    # reason would say "Request timed out." for a mistyped port. Both transports say what httpx says.
+    import asyncio
+
+    from openai import APIConnectionError
+
+    from clinconsensus_tasks.judge.client import JudgeSettings
+    from clinconsensus_tasks.judge.protocol import openai_client
+
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_HTTP", http)
+    fake_server.script("judge-drop", lambda request: None)  # closes the connection with no reply
+    url = "http://127.0.0.1:9/v1" if where == "refused" else fake_server.base_url  # nothing listens on port 9
+    settings = JudgeSettings(base_url=url, model="judge-drop", api_key="test-key", timeout=10.0)
+
+    async def ask():
+        client = openai_client(settings, retries=0)
+        try:
+            await client.chat.completions.create(model="judge-drop", messages=[{"role": "user", "content": "x"}])
+        finally:
+            await client.close()
+
+    with pytest.raises(APIConnectionError) as raised:
+        asyncio.run(ask())
+    assert type(raised.value).__name__ == "APIConnectionError" and str(raised.value) == "Connection error."
+
+
+def test_one_client_serves_one_event_loop_after_another(fake_server):
+    # Inspect keeps a model, its SDK client and this transport, from one eval() to the next, each
+    # in an event loop of its own; an aiohttp session serves only the loop it was made in.
+    import asyncio
+
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=fake_server.base_url, api_key="test-key", http_client=async_http_client({}), max_retries=0)
+
+    async def ask():
+        reply = await client.chat.completions.create(model="cand-model", messages=[{"role": "user", "content": "头痛三天怎么办？"}])
+        return reply.choices[0].message.content
+
+    answers = [asyncio.run(ask()) for _ in range(3)]
+    assert len(set(answers)) == 1 and answers[0]
+    assert fake_server.stats()["calls"] == {"cand-model": 3}
