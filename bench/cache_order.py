@@ -27,7 +27,11 @@ The last line printed is one JSON object {framework: {...}}.
 from __future__ import annotations
 
 import argparse
+import collections
+import cProfile
 import json
+import pstats
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -77,6 +81,20 @@ def measure(framework: str, server: Server, data: str, work: Path, latency: floa
     }
 
 
+def print_shares(path: str, rows: int = 15) -> None:
+    """CPU (cProfile's own time) by package: where a framework's per-call cost lies."""
+    stats, shares = pstats.Stats(path), collections.Counter()
+    for (filename, _, name), (_, _, own, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if "poll" in name:  # the event loop waiting: idle, not work
+            continue
+        match = re.search(r"site-packages/([^/]+)|/(scorers|clinconsensus_tasks)/", filename)
+        shares[(match.group(1) or "plugin: " + match.group(2)) if match else "python"] += own
+    total = sum(shares.values())
+    print(f"profile {path}: {total:.1f} s of CPU (profiler overhead included), by package:")
+    for package, seconds in shares.most_common(rows):
+        print(f"  {100 * seconds / total:5.1f}%  {package}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=50)
@@ -86,6 +104,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY, help="judge connections of each framework")
     parser.add_argument("--no-judge-cache", action="store_true", help="judge_cache off: no response cache for the judge's calls")
     parser.add_argument("--no-log-realtime", action="store_true", help="Inspect's log_realtime off (--no-log-realtime)")
+    parser.add_argument("--profile", metavar="FILE", help="write a cProfile of the runs to FILE and print its shares by package")
     parser.add_argument("--before", action="store_true", help="send all 30 criteria of a case at once (the old behaviour)")
     args = parser.parse_args()
     if args.before:
@@ -96,13 +115,20 @@ def main() -> None:
     write_cases(args.cases, data)
     server = Server(args.answer_chars)
     results = {}
+    profile = cProfile.Profile() if args.profile else None
     try:
+        if profile:
+            profile.enable()
         for framework in args.frameworks.split(","):
             results[framework] = measure(framework, server, str(data), work, args.latency, args.concurrency,
                                          not args.no_judge_cache, False if args.no_log_realtime else None)
             print(f"  {framework}: {json.dumps(results[framework])}", file=sys.stderr, flush=True)
     finally:
         server.stop()
+        if profile:
+            profile.disable()
+            profile.dump_stats(args.profile)
+            print_shares(args.profile)
     order = "all criteria at once (before)" if args.before else "first criterion, then the rest"
     print(f"{args.cases} cases x 30 criteria, per-criterion, {order}, {args.latency:g} s judge, concurrency {args.concurrency}")
     for framework, r in results.items():

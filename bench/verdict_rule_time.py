@@ -73,6 +73,7 @@ def _long_answer_case(repeats: int) -> float:
         return "```json\n" + VERDICT + "\n```"
 
     def run() -> None:
+        verdicts._squash.cache_clear()  # each run squashes the answer anew (once for its 30 verdicts)
         judgments = asyncio.run(grade_answer("高血压患者如何随访？", answer, rubrics, judge))
         assert [j.met for j in judgments] == [False] * 30
 
