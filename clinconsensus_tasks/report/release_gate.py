@@ -295,6 +295,9 @@ def _numbers(run: RunFacts, bar: ReleaseBar) -> list[str]:
         return _climedbench_numbers(run)
     if not run.records:
         return ["no per-case record to recompute the numbers from"]
+    if not run.header_metrics:  # not an edit: Inspect writes none when the failure policy ends the run
+        return ["the header holds no numbers (the run ended before its metrics were computed): finish it with "
+                "inspect score LOG --overwrite --action overwrite (lm-eval: the same command again)"]
     ours = summarize([r.graded.result() for r in run.records], run.thresholds, DEFAULT_N_CRITERIA)
     names = [n for n in mean_names(run.thresholds) + ["judge_failures"] if n in run.header_metrics or n in mean_names(run.thresholds)]
     differ = [n for n in names if n not in run.header_metrics or not math.isclose(ours[n], run.header_metrics[n], rel_tol=1e-9, abs_tol=1e-9)]

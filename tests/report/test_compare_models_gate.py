@@ -157,9 +157,10 @@ def test_inspect_runs_a_dead_judge_a_limit_and_an_edited_header_are_refused(four
     junit = tmp_path / "gate.xml"
     code, out = compare(capsys, base.location, failed.location, "--fail-if-worse", "cacs@10:0.01", "--junit", junit)
     assert code == 1
-    # Inspect wrote no metrics into the header of a run its failure policy stopped: the gate says so too.
+    # Inspect wrote no metrics into the header of a run its failure policy stopped: the gate says so
+    # (not as an edited file).
     problems = refusals(out, "candidate", failed.location)
-    assert [p.split(" (")[0] for p in problems] == [judgments_failed(60, 120), "the header's numbers are not those of its records"]
+    assert [p.split(" (")[0] for p in problems] == [judgments_failed(60, 120), "the header holds no numbers"]
     assert problems[0].endswith("; ask the judge again for them (inspect score LOG --overwrite --action overwrite / the "
                                 "lm_eval command again)")
     assert out.splitlines()[0] == f"ok   baseline {base.location}" and out.splitlines()[-1] == f"RESULT: {REFUSED}"
@@ -176,7 +177,7 @@ def test_inspect_runs_a_dead_judge_a_limit_and_an_edited_header_are_refused(four
     # A looser failure bar does not make its header whole.
     code, out = compare(capsys, base.location, failed.location, "--judge-failure-threshold", "0.5")
     assert code == 1 and [p.split(" (")[0] for p in refusals(out, "candidate", failed.location)] == [
-        "the header's numbers are not those of its records"]
+        "the header holds no numbers"]
     assert out.splitlines()[-1] == f"RESULT: {REFUSED}; EXCEPTIONS: --judge-failure-threshold 0.5"
 
     # --limit 2 against the whole run: refused before the data check.
