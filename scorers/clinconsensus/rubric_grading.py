@@ -17,6 +17,7 @@ exception, so no framework loses the case's answer; the run's failure policy dec
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Sequence
@@ -214,6 +215,13 @@ async def _judge_batched(
     return [results[cid] for cid, _ in rubrics]
 
 
+LEADING_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("clinconsensus_leading_call", default=False)
+"""True while a case's first per-criterion call is being made (its re-asks included): the judge
+clients' connection slots (``judge.slots``) serve such calls before the rest of other cases, so a
+case that has just started is not held back until every call already queued has been sent. Set
+by :func:`_judge_prefix_first` only, read by the slots only."""
+
+
 async def _judge_prefix_first(
     question: str, answer: str, rubrics: Sequence[tuple[str, str]], complete: Complete, max_attempts: int,
     template: JudgeTemplate | None, breaker: CircuitBreaker | None,
@@ -223,14 +231,20 @@ async def _judge_prefix_first(
     Every prompt of a case shares its beginning (instructions, question, answer: about 70% of the
     tokens). A provider's prompt cache serves that prefix at a fraction of the price, but only to
     calls that arrive after a call carrying it has been processed; sent all at once, the case's
-    calls all pay full price. The wait costs no throughput when other cases keep the judge busy.
+    calls all pay full price. The wait costs no throughput when other cases keep the judge busy,
+    and the first call is served ahead of other cases' queued calls (:data:`LEADING_CALL`), so the
+    wait is one call's, not the queue's.
     """
     def judge(rubric: tuple[str, str]) -> Awaitable[CriterionJudgment]:
         return _judge_one(question, answer, rubric[0], rubric[1], complete, max_attempts, template, breaker)
 
     if not rubrics:
         return []
-    first = await judge(rubrics[0])
+    leading = LEADING_CALL.set(True)
+    try:
+        first = await judge(rubrics[0])
+    finally:
+        LEADING_CALL.reset(leading)
     return [first, *await asyncio.gather(*map(judge, rubrics[1:]))]
 
 
