@@ -91,8 +91,12 @@ SETTINGS: tuple[Setting, ...] = (
             env="CLINCONSENSUS_JUDGE_CHECK", metadata="judge_check", inspect="judge_check"),
     Setting("judge_cache", "bool", "true", "reuse verdicts already obtained (Inspect's response cache; lm-eval: the on-disk cache)",
             env="CLINCONSENSUS_JUDGE_CACHE", metadata="judge_cache", inspect="judge_cache"),
+    Setting("judge_calls", "str", "inspect", "Inspect only: `inspect` (each judge call through Inspect's model API: any provider, the "
+            "transcript, the response cache, batch mode) or `direct` (an OpenAI-compatible judge through the project's client, "
+            "lm-eval's: a third of the CPU a call; no ModelEvent per call, the verdict cache instead of Inspect's, no batch mode)",
+            inspect="judge_calls"),
     Setting("cache_dir", "str", "$XDG_CACHE_HOME/clinconsensus_tasks, else ~/.cache/clinconsensus_tasks",
-            "folder of the lm-eval path's verdict cache and batch ledger", env="CLINCONSENSUS_CACHE_DIR", metadata="cache_dir",
+            "folder of the verdict cache (lm-eval; Inspect with judge_calls=direct) and batch ledger", env="CLINCONSENSUS_CACHE_DIR", metadata="cache_dir",
             inspect="(Inspect: INSPECT_CACHE_DIR)"),
     Setting("judge_max_attempts", "int", "3", "attempts per verdict before it counts as a failed judgment", inspect="judge_max_attempts"),
     Setting("judge_failure_threshold", "share", "0.01", "share of failed judgments that ends the run with an error (0: never)",

@@ -41,7 +41,11 @@ from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS,
 from clinconsensus_tasks.judge import protocol
 from clinconsensus_tasks.judge.protocol import check_failed
 from clinconsensus_tasks.judge.inspect_calls import (
+    DIRECT_CALLS,
+    INSPECT_CALLS,
     InspectJudges,
+    check_direct_judges,
+    judge_calls_setting,
     to_chat,
     CHECK_HINT,
     check_judges_now,
@@ -256,6 +260,7 @@ def rubric_scorer(
     judge_structured_output: bool = False,
     judge_failure_threshold: float | None = None,
     planned_judgments: int = 0,
+    judge_calls: str = INSPECT_CALLS,
 ) -> Scorer:
     """Grade each answer against its case's rubric with the judge model.
 
@@ -280,7 +285,7 @@ def rubric_scorer(
     if judge_structured_output:  # response_format with the verdict's schema; the verdict rule still applies
         decoding["response_schema"] = ResponseSchema(name=VERDICT_SCHEMA_NAME, json_schema=JSONSchema.model_validate(verdict_schema(judge_mode)),
                                                      description=VERDICT_SCHEMA_DESCRIPTION, strict=True)
-    judges = InspectJudges(decoding, judge_cache, judge_mode)  # judge/inspect_calls.py: the Inspect transport
+    judges = InspectJudges(decoding, judge_cache, judge_mode, judge_calls_setting(judge_calls))  # judge/inspect_calls.py: the Inspect transport
     limits = JudgeInputLimits()  # judge/input_limit.py: each judge's input limit, learned from refusals as they come
 
     async def score(state: TaskState, target: Target) -> Score:
@@ -347,6 +352,7 @@ def clinconsensus(
     judge_failure_threshold: float | None = None,
     judge_structured_output: bool = False,
     answer_cache: bool = True,
+    judge_calls: Literal["inspect", "direct"] = "inspect",
 ) -> Task:
     """ClinConsensus: open-ended Chinese clinical cases graded against 30 rubric criteria each.
 
@@ -384,6 +390,12 @@ def clinconsensus(
             judgments of samples that errored count as failed.
         judge_structured_output: ask the judge for JSON by ``response_format`` (off by default: the
             released judge was trained on the fenced format; an API without it answers 400).
+        judge_calls: ``inspect`` (default: each judge call through Inspect's model API, with its
+            transcript event, response cache and batch mode, any provider) or ``direct`` (an
+            OpenAI-compatible judge through the project's own client, as lm-eval's path: about a
+            third of the CPU per call, for campaigns at hundreds of connections; no event per
+            judge call in the transcript, the project's verdict cache in place of Inspect's, no
+            batch mode; see docs/performance.md).
     """
     try:
         ks = settings.thresholds(thresholds, n_criteria)
@@ -391,6 +403,8 @@ def clinconsensus(
         threshold = failure_threshold(judge_failure_threshold)
         loaded = load_cases(data, n_criteria, revision)
         checked = [str(j) for j in check_judges_now(bound_judges())] if judge_check else []  # a wrong judge stops the run before any answer
+        if judge_calls_setting(judge_calls) == DIRECT_CALLS:
+            check_direct_judges(bound_judges())
     except ClinConsensusError as exc:
         raise shown_alone(exc) from exc
     return Task(
@@ -398,7 +412,7 @@ def clinconsensus(
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check, checked, answer_cache),
         scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading,
                              judge_max_tokens, judge_prompt, judge_sees_thinking,
-                             judge_structured_output=judge_structured_output),
+                             judge_structured_output=judge_structured_output, judge_calls=judge_calls),
         metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
         early_stopping=JudgeFailurePolicy(threshold, judges=judge_roles_per_case),
         config=generation.CLINCONSENSUS.inspect_config(max_tokens=answer_max_tokens),

@@ -40,9 +40,10 @@ from inspect_ai.scorer import SampleScore
 from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.inspect_compat import active_generate_config
-from clinconsensus_tasks.judge.inspect_server import judge_extra_body, server_now
+from clinconsensus_tasks.judge.inspect_server import judge_extra_body, served_model_name, server_now
 from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, async_http_client, check_failed, response_format
 from clinconsensus_tasks.judge.server_info import LLAMA_CPP, ServerInfo, in_flight
+from clinconsensus_tasks.judge.slots import JudgeSlots
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ENV_FAILURE_THRESHOLD,
     ERROR_REQUEST,
@@ -106,7 +107,7 @@ def check_judges_now(judges: list[Model]) -> list[Model]:
                       timeout=PROBE_LIMITS["attempt_timeout"])
         try:  # the fields every request to this judge carries (thinking off where its server takes it)
             extra_body = judge_extra_body(judge, server_now(judge)) or None
-            sync.chat.completions.create(model=judge.api.model_name, messages=PROBE_MESSAGES, max_tokens=PROBE_MAX_TOKENS,  # type: ignore[arg-type]
+            sync.chat.completions.create(model=served_model_name(judge), messages=PROBE_MESSAGES, max_tokens=PROBE_MAX_TOKENS,  # type: ignore[arg-type]
                                          extra_body=extra_body)
         except Exception as exc:
             raise check_failed(str(judge), str(judge.api.base_url), classify(exc)[1], CHECK_HINT) from None
@@ -360,16 +361,28 @@ def to_chat(messages: list[dict[str, str]]) -> list[ChatMessage]:
     return out
 
 
+INSPECT_CALLS, DIRECT_CALLS = "inspect", "direct"
+JUDGE_CALLS = (INSPECT_CALLS, DIRECT_CALLS)
+
+
 class InspectJudges:
     """The judge calls of one scorer through Inspect's model roles: for each judge model a
     connection slot (calls wait there, before the breaker, not inside Inspect) and a breaker (per
     model, as lm-eval's client has: a dead juror fails its own calls only); ``decoding`` from
-    ``judge.protocol``; Inspect's response cache unless ``cache`` is off or a re-ask asks fresh."""
+    ``judge.protocol``; Inspect's response cache unless ``cache`` is off or a re-ask asks fresh.
 
-    def __init__(self, decoding: dict[str, Any], cache: bool = True, mode: str = ""):
-        self.decoding, self.cache, self.mode = decoding, cache, mode
+    With ``calls="direct"`` (``-T judge_calls=direct``) an OpenAI-compatible judge role's calls go
+    instead through the project's own judge client (``judge.client.JudgeClient``, lm-eval's path):
+    the role's endpoint, key, model name, connections, retries and time-out, the same requests,
+    breaker and verdict rule, at a third of Inspect's CPU per call, without what Inspect's model
+    API adds to each call (a ``ModelEvent`` in the transcript, Inspect's response cache, its batch
+    mode): see :func:`direct_judges_problem` and docs/performance.md."""
+
+    def __init__(self, decoding: dict[str, Any], cache: bool = True, mode: str = "", calls: str = INSPECT_CALLS):
+        self.decoding, self.cache, self.mode, self.calls = decoding, cache, mode, calls
         self.breakers: dict[str, CircuitBreaker] = {}
-        self.slots: dict[str, asyncio.Semaphore] = {}
+        self.slots: dict[str, JudgeSlots] = {}
+        self.clients: dict[str, Any] = {}
 
     def breaker_of(self, model: Model) -> CircuitBreaker:
         return self.breakers.setdefault(str(model), CircuitBreaker(resume_hint=RESUME_HINT))
@@ -377,11 +390,13 @@ class InspectJudges:
     def completer(self, model: Model, spent: list[TokenUsage], server: ServerInfo) -> Callable[[list[dict[str, str]], bool], Any]:
         """``complete(messages, fresh) -> text`` of ``model`` (``rubric_grading``'s judge call);
         each call's tokens are appended to ``spent``."""
+        if self.calls == DIRECT_CALLS:
+            return self._direct_completer(model, spent, server)
         single_client_attempt(model, self.breaker_of(model))  # the breaker sees every HTTP attempt, after the cache
         extra_body = judge_extra_body(model, server) or None  # thinking off where the server takes it
         slot = self.slots.get(str(model))
         if slot is None:  # the role's connections, no more than its server works on at once
-            slot = self.slots[str(model)] = asyncio.Semaphore(in_flight(judge_connections(model), server, str(model)))
+            slot = self.slots[str(model)] = JudgeSlots(in_flight(judge_connections(model), server, str(model)))
         decoding = dict(self.decoding)
         if "response_schema" in decoding and server.kind == LLAMA_CPP:  # its server's own form (judge.protocol)
             del decoding["response_schema"]
@@ -399,3 +414,62 @@ class InspectJudges:
             return judge_text(output)
 
         return complete
+
+    def _direct_completer(self, model: Model, spent: list[TokenUsage], server: ServerInfo) -> Callable[[list[dict[str, str]], bool], Any]:
+        """The judge call of ``calls="direct"``: the project's judge client, one per judge model,
+        sending through the role's own OpenAI SDK client: its endpoint, key and served name; its connections (:func:`judge_connections`,
+        bounded by what its server works on at once); per attempt its ``attempt_timeout`` and in
+        all ``max_retries`` (:func:`judge_call_config`); its ``extra_body`` with thinking off where
+        the server takes it; the verdict cache (``judge.cache``) unless ``cache`` is off."""
+        from clinconsensus_tasks.judge.client import JudgeClient, JudgeSettings
+
+        client = self.clients.get(str(model))
+        if client is None:
+            check_direct_judges([model])
+            single_client_attempt(model, self.breaker_of(model))  # the transport, no SDK retries, the key held for redaction
+            api = model.api
+            limits = judge_call_config(model)
+            extra_body = judge_extra_body(model, server)
+            if "response_schema" in self.decoding:  # the verdict's schema, in the form its server takes (judge.protocol)
+                extra_body = {**extra_body, "response_format": response_format(server.kind, self.mode)}
+            settings = JudgeSettings(base_url=str(api.base_url), model=served_model_name(model), api_key=str(api.api_key or "EMPTY"),
+                                     concurrency=in_flight(judge_connections(model), server, str(model)),
+                                     max_retries=int(limits.max_retries or 0), timeout=float(limits.attempt_timeout or limits.timeout or 120),
+                                     max_tokens=self.decoding["max_tokens"], use_cache=self.cache, extra_body=extra_body)
+            # The role's own SDK client (Inspect made it, with the role's URL, key and headers, and
+            # closes it), looked up at each call: Inspect may make it anew (initialize()).
+            client = self.clients[str(model)] = JudgeClient(settings, sdk=lambda: api.client)  # type: ignore[attr-defined]
+        breaker, max_tokens = self.breaker_of(model), self.decoding["max_tokens"]
+
+        async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
+            return await client.complete(messages, fresh, max_tokens=max_tokens, usage=spent, breaker=breaker)  # redacted there
+
+        return complete
+
+
+def check_direct_judges(judges: list[Model]) -> None:
+    """``judge_calls=direct`` sends a judge's calls with the project's OpenAI SDK client, built from
+    the judge's own: a judge whose provider's client is not the plain OpenAI SDK (``openai``,
+    ``openai-api``, and Inspect's ``vllm``/``sglang`` servers have it; Azure, Anthropic, ``hf/`` and
+    the like do not) raises :class:`ConfigurationError` naming it; so does a judge whose role asks
+    for Inspect's batch mode, which the direct calls do not have."""
+    from openai import AsyncOpenAI
+
+    others = [str(j) for j in judges if type(getattr(j.api, "client", None)) is not AsyncOpenAI]
+    if others:
+        raise ConfigurationError(
+            f"-T judge_calls=direct sends judge calls with an OpenAI-compatible client, and {', '.join(others)} "
+            f"{'is' if len(others) == 1 else 'are'} not reached through one (openai/, openai-api/, vllm/ and sglang/ judges are). "
+            "Leave judge_calls at its default (inspect), which sends them through Inspect's model API, any provider.")
+    batched = [str(j) for j in judges if getattr(j.config, "batch", None)]
+    if batched:
+        raise ConfigurationError(
+            f"-T judge_calls=direct sends each judge call at once, and {', '.join(batched)} asks for Inspect's batch mode "
+            "(batch in the role's config), which only Inspect's own calls have. Use one or the other.")
+
+
+def judge_calls_setting(value: str) -> str:
+    """``-T judge_calls``: ``inspect`` or ``direct``, else :class:`ConfigurationError`."""
+    if value not in JUDGE_CALLS:
+        raise ConfigurationError(f"-T judge_calls={value!r}: use {' or '.join(JUDGE_CALLS)}")
+    return value

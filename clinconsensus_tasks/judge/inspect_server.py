@@ -31,7 +31,9 @@ from clinconsensus_tasks.judge.server_info import (
 _PROVIDER_KINDS = {"VLLMAPI": VLLM, "SGLangAPI": SGLANG}
 
 
-def _served_name(model: Model) -> str:
+def served_model_name(model: Model) -> str:
+    """The judge's model as its server knows it: ``judge-model`` for ``openai-api/judge/judge-model``
+    (Inspect's ``model_name`` keeps the service: ``judge/judge-model``)."""
     api = model.api
     served = getattr(api, "service_model_name", None)
     return served() if callable(served) else api.model_name
@@ -53,7 +55,7 @@ def server_now(model: Model) -> ServerInfo:
     declared = _PROVIDER_KINDS.get(type(api).__name__, AUTO)
     if not api.base_url:
         return ServerInfo(OPENAI if declared == AUTO else declared)
-    return ask_server(api.base_url, str(api.api_key or ""), _served_name(model), declared)
+    return ask_server(api.base_url, str(api.api_key or ""), served_model_name(model), declared)
 
 
 def judge_extra_body(model: Model, server: ServerInfo) -> dict[str, Any]:
@@ -66,7 +68,7 @@ def judges_provenance(graders: list[Model], local: Model | None, mode: str, prom
     """``provenance`` (and ``local_provenance`` for a second judge) as lm-eval's records hold
     them: the model named as its server knows it, not by Inspect's ``provider/[service/]`` spelling.
     A jury's ``provenance`` names the panel and lists each juror's under ``jurors``."""
-    out = {"provenance": jurors_provenance([(_served_name(g), g.api.base_url) for g in graders], mode, prompt)}
+    out = {"provenance": jurors_provenance([(served_model_name(g), g.api.base_url) for g in graders], mode, prompt)}
     if local is not None:
-        out["local_provenance"] = judge_provenance(_served_name(local), local.api.base_url, mode, prompt)
+        out["local_provenance"] = judge_provenance(served_model_name(local), local.api.base_url, mode, prompt)
     return out

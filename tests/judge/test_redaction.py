@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import traceback
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,8 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailur
 from clinconsensus_tasks.judge.protocol import PROBE_MESSAGES
 
 from frameworks import run_inspect, run_lmeval
+from stored_files import KEY, assert_no_key, bytes_of
 
-KEY = "sk-live-9f8e7d6c5b4a39281706"
 URL_KEY = "urlkey-5a4b3c2d1e0f"
 ECHO_JUDGE = "judge-echo"
 
@@ -27,23 +26,6 @@ ECHO_JUDGE = "judge-echo"
 def echo_key(req):
     """A judge gateway that rejects the key and quotes it back."""
     return 401, f"Incorrect API key provided: {KEY}. You can find your API key in your account settings."
-
-
-def bytes_of(root: Path) -> dict[str, bytes]:
-    """Every file under ``root``, with the members of zip files (Inspect's ``.eval``) unpacked."""
-    found = {}
-    for path in root.rglob("*"):
-        if path.is_file():
-            found[str(path)] = path.read_bytes()
-            if zipfile.is_zipfile(path):
-                with zipfile.ZipFile(path) as archive:
-                    found.update({f"{path}!{name}": archive.read(name) for name in archive.namelist()})
-    return found
-
-
-def assert_no_key(texts: dict[str, bytes | str], key: str = KEY) -> None:
-    leaks = [name for name, text in texts.items() if key.encode() in (text if isinstance(text, bytes) else text.encode())]
-    assert not leaks, f"{key} found in {leaks}"
 
 
 def exception_text(exc: BaseException) -> str:
