@@ -14,13 +14,19 @@ The levers of issue 35 (each off by default, each one's figure in docs/performan
 judges' HTTP transport (``CLINCONSENSUS_JUDGE_HTTP=httpx`` for the SDK's default),
 ``--no-judge-cache`` and, for Inspect, ``--no-log-realtime``.
 
+``--frameworks`` takes ``inspect`` (the judge's calls through Inspect's model API, the default),
+``inspect-direct`` (``-T judge_calls=direct``: through the project's judge client) and ``lmeval``.
+Each line also gives the judging span as the stand-in saw it (first judge request to last verdict)
+and its ratio to the ideal: for Inspect the wall time is the whole eval (samples starting, answers),
+for lm-eval the judge filter only. ``--max-samples`` is Inspect's (64, as issue 35 measured it).
+
 ``--concurrency`` sets the judge connections of both frameworks (Inspect's grader
 ``max_connections``, lm-eval's ``CLINCONSENSUS_JUDGE_CONCURRENCY``); each framework's line also
 gives its CPU per judge call (Inspect: the whole eval's process CPU; lm-eval: the judge filter's)
 and the calls a second one core sustains at that cost.
 
-Usage: python bench/cache_order.py [--cases 50] [--latency 1.0] [--concurrency 32] [--frameworks inspect,lmeval] [--before]
-                                   [--no-judge-cache] [--no-log-realtime]
+Usage: python bench/cache_order.py [--cases 50] [--latency 1.0] [--concurrency 32] [--frameworks inspect,inspect-direct,lmeval]
+                                   [--before] [--no-judge-cache] [--no-log-realtime] [--max-samples 64] [--profile FILE]
 The last line printed is one JSON object {framework: {...}}.
 """
 
@@ -56,11 +62,12 @@ def all_at_once() -> None:
 
 
 def measure(framework: str, server: Server, data: str, work: Path, latency: float, concurrency: int = CONCURRENCY,
-            judge_cache: bool = True, log_realtime: bool | None = None) -> dict:
+            judge_cache: bool = True, log_realtime: bool | None = None, max_samples: int = 64) -> dict:
     server.reset(latency)
-    run = run_inspect if framework == "inspect" else run_lmeval
+    run = run_lmeval if framework == "lmeval" else run_inspect
     server_cpu = server.cpu_seconds()
-    levers = {"log_realtime": log_realtime} if framework == "inspect" else {}
+    levers = {} if framework == "lmeval" else {"log_realtime": log_realtime, "judge_calls": framework.partition("-")[2] or "inspect",
+                                                "max_samples": max_samples}
     result = run(server, data, PER_CRITERION, str(work / f"{framework}-cache"), concurrency=concurrency, judge_cache=judge_cache, **levers)
     server_cpu = server.cpu_seconds() - server_cpu
     usage = result["judge_usage"]
@@ -74,6 +81,8 @@ def measure(framework: str, server: Server, data: str, work: Path, latency: floa
         "judging_wall_s": round(result["wall"], 2),
         "ideal_wall_s": round(ideal, 2),
         "ratio_to_ideal": round(result["wall"] / ideal, 3) if ideal else None,
+        "judge_span_s": round(result["judge_span_s"], 2),
+        "span_ratio_to_ideal": round(result["judge_span_s"] / ideal, 3) if ideal else None,
         "concurrency": concurrency,
         "cpu_ms_per_call": round(cpu_ms, 2),
         "calls_per_cpu_second": round(1000 / cpu_ms, 1) if cpu_ms else None,
@@ -100,7 +109,8 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=50)
     parser.add_argument("--latency", type=float, default=1.0, help="seconds the stand-in judge takes per call")
     parser.add_argument("--answer-chars", type=int, default=1500)
-    parser.add_argument("--frameworks", default="inspect,lmeval")
+    parser.add_argument("--frameworks", default="inspect,inspect-direct,lmeval")
+    parser.add_argument("--max-samples", type=int, default=64, help="Inspect's max_samples")
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY, help="judge connections of each framework")
     parser.add_argument("--no-judge-cache", action="store_true", help="judge_cache off: no response cache for the judge's calls")
     parser.add_argument("--no-log-realtime", action="store_true", help="Inspect's log_realtime off (--no-log-realtime)")
@@ -121,7 +131,7 @@ def main() -> None:
             profile.enable()
         for framework in args.frameworks.split(","):
             results[framework] = measure(framework, server, str(data), work, args.latency, args.concurrency,
-                                         not args.no_judge_cache, False if args.no_log_realtime else None)
+                                         not args.no_judge_cache, False if args.no_log_realtime else None, args.max_samples)
             print(f"  {framework}: {json.dumps(results[framework])}", file=sys.stderr, flush=True)
     finally:
         server.stop()
@@ -132,9 +142,10 @@ def main() -> None:
     order = "all criteria at once (before)" if args.before else "first criterion, then the rest"
     print(f"{args.cases} cases x 30 criteria, per-criterion, {order}, {args.latency:g} s judge, concurrency {args.concurrency}")
     for framework, r in results.items():
-        print(f"  {framework:8} calls 2-30 sent after the case's first call returned: {r['share_after_first_returned']:.3f}; "
+        print(f"  {framework:14} calls 2-30 sent after the case's first call returned: {r['share_after_first_returned']:.3f}; "
               f"cached share of prompt tokens {r['cached_share_of_prompt_tokens']:.3f}; judging {r['judging_wall_s']} s (ideal {r['ideal_wall_s']} s, "
-              f"{r['ratio_to_ideal']}x the ideal); {r['cpu_ms_per_call']} ms CPU per judge call")
+              f"{r['ratio_to_ideal']}x the ideal; judging span {r['judge_span_s']} s, {r['span_ratio_to_ideal']}x); "
+              f"{r['cpu_ms_per_call']} ms CPU per judge call")
     print(json.dumps(results))
 
 

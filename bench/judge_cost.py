@@ -56,6 +56,14 @@ class Server:
         self.port = int(line.split()[1])
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
 
+    @classmethod
+    def attach(cls, port: int) -> "Server":
+        """The stand-in another process started, at ``port`` (a child measuring itself)."""
+        server = cls.__new__(cls)
+        server.proc, server.port = None, port
+        server.base_url = f"http://127.0.0.1:{port}/v1"
+        return server
+
     def _post(self, path: str, body: dict) -> dict:
         req = urllib.request.Request(f"{self.base_url}/{path}", data=json.dumps(body).encode(), method="POST")
         with urllib.request.urlopen(req) as resp:
@@ -146,17 +154,19 @@ def inspect_bare_task(data: str, mode: str):
 
 
 def run_inspect(server: Server, data: str, mode: str, cache_dir: str, bare: bool = False, concurrency: int = 32,
-                judge_cache: bool = True, log_realtime: bool | None = None) -> dict:
+                judge_cache: bool = True, log_realtime: bool | None = None, judge_calls: str = "inspect", max_samples: int = 64) -> dict:
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import GenerateConfig, get_model
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
 
     os.environ["INSPECT_CACHE_DIR"] = cache_dir
+    os.environ["CLINCONSENSUS_CACHE_DIR"] = cache_dir  # the verdict cache of judge_calls=direct
     for svc in ("CAND", "JUDGE"):
         os.environ[f"{svc}_BASE_URL"] = server.base_url
         os.environ[f"{svc}_API_KEY"] = "bench"
-    task = inspect_bare_task(data, mode) if bare else clinconsensus(data=data, judge_mode=mode, judge_prompt="project", judge_cache=judge_cache)
+    task = inspect_bare_task(data, mode) if bare else clinconsensus(data=data, judge_mode=mode, judge_prompt="project", judge_cache=judge_cache,
+                                                                      judge_calls=judge_calls)
     grader = get_model("openai-api/judge/judge-model", config=GenerateConfig(max_connections=concurrency), memoize=False)
     cpu, wall = time.process_time(), time.perf_counter()
     log = inspect_eval(
@@ -164,7 +174,7 @@ def run_inspect(server: Server, data: str, mode: str, cache_dir: str, bare: bool
         model="openai-api/cand/cand-model",
         model_roles={"grader": grader},
         max_connections=concurrency,
-        max_samples=64,
+        max_samples=max_samples,
         log_dir=tempfile.mkdtemp(prefix="bench-inspect-logs-"),
         display="none",
         log_realtime=log_realtime,

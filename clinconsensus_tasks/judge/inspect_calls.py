@@ -376,7 +376,7 @@ class InspectJudges:
     the role's endpoint, key, model name, connections, retries and time-out, the same requests,
     breaker and verdict rule, at a third of Inspect's CPU per call, without what Inspect's model
     API adds to each call (a ``ModelEvent`` in the transcript, Inspect's response cache, its batch
-    mode): see :func:`direct_judges_problem` and docs/performance.md."""
+    mode): see :func:`check_direct_judges` and docs/performance.md."""
 
     def __init__(self, decoding: dict[str, Any], cache: bool = True, mode: str = "", calls: str = INSPECT_CALLS):
         self.decoding, self.cache, self.mode, self.calls = decoding, cache, mode, calls
@@ -417,10 +417,11 @@ class InspectJudges:
 
     def _direct_completer(self, model: Model, spent: list[TokenUsage], server: ServerInfo) -> Callable[[list[dict[str, str]], bool], Any]:
         """The judge call of ``calls="direct"``: the project's judge client, one per judge model,
-        sending through the role's own OpenAI SDK client: its endpoint, key and served name; its connections (:func:`judge_connections`,
-        bounded by what its server works on at once); per attempt its ``attempt_timeout`` and in
-        all ``max_retries`` (:func:`judge_call_config`); its ``extra_body`` with thinking off where
-        the server takes it; the verdict cache (``judge.cache``) unless ``cache`` is off."""
+        sending through the role's own OpenAI SDK client: its endpoint, key and served name; its
+        connections (:func:`judge_connections`, bounded by what its server works on at once); per
+        attempt its ``attempt_timeout`` and in all ``max_retries`` (:func:`judge_call_config`);
+        its ``extra_body`` with thinking off where the server takes it; the verdict cache
+        (``judge.cache``) unless ``cache`` is off."""
         from clinconsensus_tasks.judge.client import JudgeClient, JudgeSettings
 
         client = self.clients.get(str(model))
@@ -432,7 +433,8 @@ class InspectJudges:
             extra_body = judge_extra_body(model, server)
             if "response_schema" in self.decoding:  # the verdict's schema, in the form its server takes (judge.protocol)
                 extra_body = {**extra_body, "response_format": response_format(server.kind, self.mode)}
-            settings = JudgeSettings(base_url=str(api.base_url), model=served_model_name(model), api_key=str(api.api_key or "EMPTY"),
+            sdk = api.client  # type: ignore[attr-defined]
+            settings = JudgeSettings(base_url=str(sdk.base_url), model=served_model_name(model), api_key=str(sdk.api_key or "EMPTY"),
                                      concurrency=in_flight(judge_connections(model), server, str(model)),
                                      max_retries=int(limits.max_retries or 0), timeout=float(limits.attempt_timeout or limits.timeout or 120),
                                      max_tokens=self.decoding["max_tokens"], use_cache=self.cache, extra_body=extra_body)

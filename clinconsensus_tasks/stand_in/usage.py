@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -63,6 +64,8 @@ class Ledger:
             self.prefix_repeats = 0  # judge calls whose prefix an earlier call had sent
             self.prefix_repeats_after_return = 0  # ... and had completed before this call arrived
             self.judge_usage: Counter[str] = Counter()  # usage handed out on judge calls
+            self.first_judge_arrival: float | None = None  # time.monotonic(): the judging span, as the judge saw it
+            self.last_judge_reply: float | None = None
 
     def request(self, model: str, key: str, chars_in: int) -> int:
         """Count a chat request; returns its attempt number (times this exact body was received)."""
@@ -89,6 +92,8 @@ class Ledger:
         """Count a judge request as it arrives; returns whether its prompt prefix is cached (a call
         with it has completed before this one arrived)."""
         with self.lock:
+            if self.first_judge_arrival is None:
+                self.first_judge_arrival = time.monotonic()
             self.judge_input_chars += chars_in
             self.judge_request_keys.update(body.keys())
             self.judge_temperatures[str(body.get("temperature"))] += 1
@@ -116,6 +121,7 @@ class Ledger:
             self.output_chars += len(content)
             self.judge_output_chars += len(content)
             self.prefixes_done.add(prefix)
+            self.last_judge_reply = time.monotonic()
 
     def judge_tokens(self, usage: dict[str, Any]) -> None:
         with self.lock:
@@ -138,5 +144,9 @@ class Ledger:
                 "judge_output_chars": self.judge_output_chars,
                 "judge_usage": dict(self.judge_usage),
                 "prefix_repeats": self.prefix_repeats,
+                # From the first judge request's arrival to the last verdict's reply: the judging
+                # as the judge saw it, whatever the client did before and after.
+                "judge_span_s": (self.last_judge_reply - self.first_judge_arrival
+                                 if self.first_judge_arrival is not None and self.last_judge_reply is not None else None),
                 "prefix_repeats_after_return": self.prefix_repeats_after_return,
             }
