@@ -18,7 +18,6 @@ Here every judge call gets:
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import os
 import sys
