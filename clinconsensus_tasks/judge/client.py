@@ -241,8 +241,11 @@ class JudgeClient:
         # create() first walks the messages against the SDK's typed parameters (its "transform"),
         # 1.1 ms of CPU a call, a third of a judge call's (bench/cache_order.py --profile), to
         # return the same plain JSON this already is. Status errors, retries and time-outs are the
-        # SDK's as with create().
-        body = {"model": self.settings.model, "messages": messages, **decoding}
+        # SDK's as with create(). The fields in create()'s order, extra_body last, as create() and
+        # Inspect's OpenAI provider lay them out: the same request, byte for byte, from every path.
+        extra = {k: v for k, v in decoding.items() if k not in ("temperature", "max_tokens")}
+        body = {"model": self.settings.model, "messages": messages, "max_tokens": decoding["max_tokens"],
+                "temperature": decoding["temperature"], **extra}
         async with self._semaphore:
             self.stats.calls += 1
             self.stats.input_chars += sum(len(m["content"]) for m in messages)

@@ -136,6 +136,7 @@ class Ledger:
                 "statuses": {str(k): v for k, v in self.statuses.items()},
                 "judge_calls": self.kinds["per_criterion"] + self.kinds["batched"],
                 "max_repeats": max(self.seen.values(), default=0),  # most times one request body was sent
+                "bodies_by_times_seen": {str(k): v for k, v in sorted(Counter(self.seen.values()).items())},
                 "judge_request_keys": dict(self.judge_request_keys),
                 "judge_temperatures": dict(self.judge_temperatures),
                 "input_chars": self.input_chars,

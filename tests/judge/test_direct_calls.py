@@ -154,3 +154,17 @@ def test_a_judge_direct_calls_cannot_reach_and_a_mistyped_value_are_named(fake_s
     assert "asks for Inspect's batch mode (batch in the role's config), which only Inspect's own calls have" in done.stdout + done.stderr
     done = inspect_cli(tmp_path, "openai-api/judge/judge-model", "-T", "judge_calls=fast", timeout=150)
     assert done.returncode != 0 and "-T judge_calls='fast': use inspect or direct" in done.stdout + done.stderr
+
+
+def test_every_path_sends_the_same_judge_request_byte_for_byte(fake_server, tmp_path):
+    # The stand-in counts each exact request body (the bytes): Inspect's own calls, the direct
+    # calls (judge_cache off, so the verdict cache cannot answer) and lm-eval's make each of the
+    # 360 judgment bodies three times, and so does the judge check (1 body). The candidate's 12
+    # requests are sent once by Inspect (its second run reads the answers from its cache) and once
+    # by lm-eval, each framework laying out its own body.
+    run_inspect(tmp_path / "inspect", judge="judge-model")
+    run_inspect(tmp_path / "direct", judge="judge-model", judge_calls="direct", judge_cache=False)
+    run_lmeval(fake_server.base_url, judge="judge-model")
+    stats = fake_server.stats()
+    assert stats["judge_calls"] == 3 * 360
+    assert stats["bodies_by_times_seen"] == {"1": 24, "3": 361}
