@@ -19,7 +19,8 @@ Each run is a process of its own (this file with ``--one``), so imports and star
 counted: its CPU time is taken around ``inspect_ai.eval`` only. Runs alternate, ``--repeats`` times
 each; the minimum counts (the run least disturbed by the server on the other core). Printed: judge
 calls, CPU ms per judge call for each, and their ratio (plugin / HealthBench; 0.93-0.95 at commit
-95f8b8d). ``--plugin-python`` runs the plugin's side with another interpreter, for example a
+95f8b8d). ``plugin-direct`` is the plugin with ``-T judge_calls=direct`` (its judge calls through the
+project's client, not Inspect's model API), measured beside the default. ``--plugin-python`` runs the plugin's side with another interpreter, for example a
 virtual environment holding an earlier commit of the plugin (the stand-in, the data and
 HealthBench's side stay this checkout's).
 
@@ -95,10 +96,12 @@ def one_run(which: str, base_url: str, data: str, template: str, scorer: str, co
     for svc in ("CAND", "JUDGE"):
         os.environ[f"{svc}_BASE_URL"], os.environ[f"{svc}_API_KEY"] = base_url, "bench"
     grader = get_model("openai-api/judge/judge-model", config=GenerateConfig(max_connections=concurrency), memoize=False)
-    if which == "plugin":
+    if which.startswith("plugin"):
         from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
 
-        task = clinconsensus(data=data, judge_prompt=template)
+        os.environ["CLINCONSENSUS_CACHE_DIR"] = tempfile.mkdtemp(prefix=f"bench-hb-{which}-verdicts-")
+        calls = {"judge_calls": "direct"} if which == "plugin-direct" else {}  # the opt-in path, measured beside
+        task = clinconsensus(data=data, judge_prompt=template, **calls)
     else:
         module = healthbench_scorer_module("", scorer, Path(tempfile.mkdtemp()))
         module.GRADER_TEMPLATE = without_example_verdicts(module.GRADER_TEMPLATE)  # read by its scorer at each call
@@ -121,7 +124,7 @@ def main() -> None:
     parser.add_argument("--scorer", help="a healthbench/scorer.py already on disk (instead of downloading the release)")
     parser.add_argument("--plugin-python", default=sys.executable, help="the interpreter of the plugin's runs")
     parser.add_argument("--concurrency", type=int, default=32, help="the grader's connections in both runs")
-    parser.add_argument("--one", choices=["plugin", "healthbench"], help=argparse.SUPPRESS)
+    parser.add_argument("--one", choices=["plugin", "plugin-direct", "healthbench"], help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--template", help=argparse.SUPPRESS)
@@ -141,12 +144,12 @@ def main() -> None:
     data = work / "cases.jsonl"
     write_cases(args.cases, data)
     server = Server(args.answer_chars, judge_template=str(template))
-    runs: dict[str, list[dict]] = {"plugin": [], "healthbench": []}
+    runs: dict[str, list[dict]] = {"plugin": [], "plugin-direct": [], "healthbench": []}
     try:
         for _ in range(args.repeats):
             for which in runs:
                 server.reset(0.0)
-                python = args.plugin_python if which == "plugin" else sys.executable
+                python = args.plugin_python if which.startswith("plugin") else sys.executable
                 done = subprocess.run([python, __file__, "--one", which, "--base-url", server.base_url, "--data", str(data),
                                        "--template", str(template), "--scorer", scorer, "--concurrency", str(args.concurrency)],
                                       capture_output=True, text=True, cwd=Path(__file__).parent)
@@ -162,11 +165,12 @@ def main() -> None:
         out[which] = {"judge_calls": best["judge_calls"], "cpu_ms_per_judge_call": round(1000 * best["cpu_s"] / best["judge_calls"], 3),
                       "cpu_s_runs": [round(r["cpu_s"], 2) for r in done]}
     out["plugin_over_healthbench"] = round(out["plugin"]["cpu_ms_per_judge_call"] / out["healthbench"]["cpu_ms_per_judge_call"], 3)
+    out["plugin_direct_over_healthbench"] = round(out["plugin-direct"]["cpu_ms_per_judge_call"] / out["healthbench"]["cpu_ms_per_judge_call"], 3)
     print(f"{args.cases} cases x 30 criteria, 0 s judge, {args.concurrency} connections, same prompt text; inspect_evals {out['inspect_evals']}")
     for which in runs:
         print(f"  {which:12s} {out[which]['judge_calls']} judge calls, {out[which]['cpu_ms_per_judge_call']} ms CPU per call "
               f"(runs: {out[which]['cpu_s_runs']} s)")
-    print(f"  plugin / HealthBench: {out['plugin_over_healthbench']}")
+    print(f"  plugin / HealthBench: {out['plugin_over_healthbench']}; with -T judge_calls=direct: {out['plugin_direct_over_healthbench']}")
     print(json.dumps(out))
 
 
