@@ -29,6 +29,13 @@ from loopback_server import LoopbackServer
 
 from clinconsensus_tasks.judge.input_limit import request_tokens
 
+def configure_stand_in(stand_in: Any, settings: dict[str, Any]) -> None:
+    """Change a running stand-in's settings (``latency``, ``answer_chars``) over its ``/config`` route."""
+    request = urllib.request.Request(f"{stand_in.base_url}/config", data=json.dumps(settings).encode(),
+                                     headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=10).read()
+
+
 OPENAI_FIELDS = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "seed", "stop", "n",
                  "top_p", "stream", "stream_options", "logprobs", "top_logprobs", "frequency_penalty", "presence_penalty",
                  "response_format", "tools", "tool_choice", "parallel_tool_calls", "user", "metadata", "store"}

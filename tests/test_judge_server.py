@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.request
 
 import pytest
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
@@ -22,7 +21,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
     per_criterion_messages,
     verdict_schema,
 )
-from judge_servers import ServerFront
+from judge_servers import ServerFront, configure_stand_in
 
 from clinconsensus_tasks.judge.input_limit import (
     OFFICIAL_MAX_INPUT_TOKENS,
@@ -76,14 +75,9 @@ def run_lmeval(front, judge):
 @pytest.fixture
 def long_answers(fake_server):
     """Candidate answers padded to 3,000 characters (about 3,000 estimated tokens)."""
-    def config(chars):
-        request = urllib.request.Request(f"{fake_server.base_url}/config", data=json.dumps({"answer_chars": chars}).encode(),
-                                         headers={"Content-Type": "application/json"})
-        urllib.request.urlopen(request, timeout=10).read()
-
-    config(3000)
+    configure_stand_in(fake_server, {"answer_chars": 3000})
     yield
-    config(0)
+    configure_stand_in(fake_server, {"answer_chars": 0})
 
 
 def test_server_kind_and_thinking_switch_from_models_listing():
@@ -240,9 +234,7 @@ def test_a_server_reports_its_slots():
 
 
 def front_latency(fake_server, seconds):
-    request = urllib.request.Request(f"{fake_server.base_url}/config", data=json.dumps({"latency": seconds}).encode(),
-                                     headers={"Content-Type": "application/json"})
-    urllib.request.urlopen(request, timeout=10).read()
+    configure_stand_in(fake_server, {"latency": seconds})
 
 
 @pytest.mark.slow

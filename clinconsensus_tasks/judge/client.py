@@ -22,8 +22,6 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from openai.types.chat import ChatCompletion
-
 from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.settings_table import GRADER, ROLE_ENV_PREFIX
@@ -208,6 +206,9 @@ class JudgeClient:
         self._semaphore = JudgeSlots(settings.concurrency)  # a case's first call ahead of queued ones (judge.slots)
         self._own = openai_client(settings, retries=0) if sdk is None else None  # complete() retries, attempt by attempt
         self._sdk = sdk if sdk is not None else (lambda: self._own)
+        from openai.types.chat import ChatCompletion  # the SDK is imported where a client is made, as openai_client does
+
+        self._reply_type = ChatCompletion
         # Per request: this client's time-out, and no SDK retry (whoever made the SDK client).
         self._options: dict[str, Any] = {"timeout": settings.timeout, "max_retries": 0}
 
@@ -239,8 +240,9 @@ class JudgeClient:
                 return hit
         # The SDK's documented low-level post: what chat.completions.create sends, built here. Why:
         # create() first walks the messages against the SDK's typed parameters (its "transform"),
-        # 1.1 ms of CPU a call, a third of a judge call's (bench/cache_order.py --profile), to
-        # return the same plain JSON this already is. Status errors, retries and time-outs are the
+        # the largest single cost of a judge call in a profile of Inspect's direct calls
+        # (bench/cache_order.py --profile; lm-eval 1.42 -> 1.10 ms a call without it), to return
+        # the same plain JSON this already is. Status errors, retries and time-outs are the
         # SDK's as with create(). The fields in create()'s order, extra_body last, as create() and
         # Inspect's OpenAI provider lay them out: the same request, byte for byte, from every path.
         extra = {k: v for k, v in decoding.items() if k not in ("temperature", "max_tokens")}
@@ -253,7 +255,7 @@ class JudgeClient:
                 if breaker is not None:
                     breaker.check()
                 try:
-                    response = await self._sdk().post("/chat/completions", body=body, cast_to=ChatCompletion, options=self._options)
+                    response = await self._sdk().post("/chat/completions", body=body, cast_to=self._reply_type, options=self._options)
                 except Exception as exc:
                     kind, reason = classify(exc)
                     if kind != ERROR_TRANSPORT or attempt == self.settings.max_retries:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from frameworks import HEADLINE, expected_metrics, expected_without_failed, run_inspect, run_lmeval
-from judge_servers import ServerFront
+from judge_servers import ServerFront, configure_stand_in
 from stored_files import KEY, assert_no_key, bytes_of
 
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD
@@ -112,15 +112,14 @@ def test_a_key_in_a_200_reply_is_in_no_file_with_direct_calls(fake_server, monke
 def test_a_refusal_for_length_and_a_one_slot_server_as_with_inspects_own_calls(fake_server, tmp_path):
     from test_judge_server import front_latency, inspect_log, run_inspect as front_run, run_lmeval as front_lmeval
 
-    config = lambda chars: fake_server_config(fake_server, {"answer_chars": chars})  # noqa: E731
-    config(3000)
+    configure_stand_in(fake_server, {"answer_chars": 3000})
     try:
         with ServerFront(fake_server.base_url, "llamacpp", max_model_len=4000, tokens_per_estimate=2) as front:
             direct, direct_reasons = front_run(front, "judge-model", tmp_path, judge_calls="direct")
             direct_cuts = [s.scores["rubric_scorer"].metadata["judge_input_cut"] for s in inspect_log(tmp_path).samples]
             lmeval, lmeval_reasons, out = front_lmeval(front, "judge-model")
     finally:
-        config(0)
+        configure_stand_in(fake_server, {"answer_chars": 0})
     lmeval_cuts = [json.loads(s["filtered_resps"][0])["judge_input_cut"] for s in out["samples"]["clinconsensus"]]
     assert direct_reasons == lmeval_reasons == []
     assert [c["limit_tokens"] for c in direct_cuts] == [c["limit_tokens"] for c in lmeval_cuts] == [1656, 1656]
@@ -133,14 +132,6 @@ def test_a_refusal_for_length_and_a_one_slot_server_as_with_inspects_own_calls(f
         finally:
             front_latency(fake_server, 0.0)
         assert front.most_in_flight == 1 and len(front.judge_bodies()) == 60
-
-
-def fake_server_config(fake_server, settings: dict) -> None:
-    import urllib.request
-
-    request = urllib.request.Request(f"{fake_server.base_url}/config", data=json.dumps(settings).encode(),
-                                     headers={"Content-Type": "application/json"})
-    urllib.request.urlopen(request, timeout=10).read()
 
 
 def test_a_judge_direct_calls_cannot_reach_and_a_mistyped_value_are_named(fake_server, tmp_path):
