@@ -69,6 +69,7 @@ def commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None]
         export_sft,
         include_path,
         rescore,
+        review,
         robustness,
         summarize,
         train_simcse,
@@ -106,6 +107,8 @@ def commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None]
          estimate.main),
         ("audit", "an API judge grades a stratified sample of a local judge's run: kappa, and the API judge's metrics estimated",
          audit.add_arguments, audit.main),
+        ("review", "judges checked against physicians: export blind review sheets from runs, score the filled sheets",
+         review.add_arguments, review.main),
         ("train-simcse", "unsupervised SimCSE fine-tuning of a sentence-transformers model (for WTD similarity)", train_simcse.add_arguments,
          train_simcse.main),
     ]

@@ -102,3 +102,28 @@ def verdict_report(c: Confusion) -> dict[str, float]:
         "recall_met": recall,
         "f1_met": f1,
     }
+
+
+def fleiss_parts(met_votes: Sequence[int], raters: int) -> tuple[int, float, int]:
+    """Fleiss' kappa's sums over items rated by ``raters`` raters each (binary verdicts), an item
+    given by its number of "met" votes: (items, the sum of the items' agreement P_i, met votes)."""
+    if raters < 2:
+        raise ValueError(f"Fleiss' kappa needs at least 2 raters, got {raters}")
+    agreement = math.fsum((m * m + (raters - m) ** 2 - raters) / (raters * (raters - 1)) for m in met_votes)
+    return len(met_votes), agreement, sum(met_votes)
+
+
+def fleiss_from_parts(items: float, agreement: float, met_votes: float, raters: int) -> float:
+    """Fleiss' kappa from the sums of :func:`fleiss_parts` (they add over groups of items, so a
+    resample of groups is a weighted sum); NaN with no items or when chance agreement is 1."""
+    if items == 0:
+        return math.nan
+    p_met = met_votes / (items * raters)
+    expected = p_met**2 + (1 - p_met) ** 2
+    observed = agreement / items
+    return math.nan if expected == 1 else (observed - expected) / (1 - expected)
+
+
+def fleiss_kappa(met_votes: Sequence[int], raters: int) -> float:
+    """Fleiss' kappa of binary verdicts: each item given by its "met" votes out of ``raters``."""
+    return fleiss_from_parts(*fleiss_parts(met_votes, raters), raters)

@@ -32,6 +32,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-prompt", action="append", default=[], metavar="NAME",
                    help="with --strict: accept this judge prompt or judge mode besides the official prompt per criterion, or "
                         "'jury' for a jury's majority (repeatable; printed as an exception; default: the official one only)")
+    p.add_argument("--review", metavar="DIR",
+                   help="with --strict: a physicians' review folder (review export/score): each ClinConsensus run's judge "
+                        "against the physicians' labels on that run's answers is printed with the run's verdict (default: none)")
+    p.add_argument("--min-kappa", type=float, metavar="X",
+                   help="with --strict and --review: refuse a run whose judge's Cohen's kappa with the physicians is below X "
+                        "(the interval is in the message; default: no bar)")
     p.add_argument("--data-sha256", metavar="SHA",
                    help="with --strict: the run read a copy of the public file with this sha256 instead of the hub at the "
                         "pinned revision (printed on the verdict line; default: the hub data at the pinned revision)")
@@ -50,6 +56,10 @@ def main(args: argparse.Namespace) -> int:
 
     if args.strict:
         return _release_gate(args)
+    if args.review or args.min_kappa is not None:
+        from clinconsensus_tasks.errors import ConfigurationError
+
+        raise ConfigurationError("--review and --min-kappa belong to the release gate: add --strict")
     prices = parse_prices(args.prices)
     report = {}
     all_records = {}
@@ -116,17 +126,26 @@ def _release_gate(args: argparse.Namespace) -> int:
     The bar is the release profile (``report.release_gate``), loosened only by this command's own
     flags, never by the environment; each verdict line says what it accepted."""
     from clinconsensus_tasks.errors import ConfigurationError
-    from clinconsensus_tasks.report.release_gate import RELEASE_FAILURE_SHARE, ReleaseBar, run_problems
+    from clinconsensus_tasks.log_files import CLINCONSENSUS
+    from clinconsensus_tasks.report.release_gate import RELEASE_FAILURE_SHARE, ReleaseBar, physicians_text, run_problems
+    from clinconsensus_tasks.run_records.review import run_agreement
     from clinconsensus_tasks.run_records.facts import gate_runs
     from clinconsensus_tasks.scorers.clinconsensus.judge_failures import parse_failure_share
     from clinconsensus_tasks.scorers.redact import redact
 
     share = RELEASE_FAILURE_SHARE if args.judge_failure_threshold is None else parse_failure_share(
         args.judge_failure_threshold, "--judge-failure-threshold")
+    if args.min_kappa is not None and not args.review:
+        raise ConfigurationError("--min-kappa needs the physicians' review: --review DIR (the folder of review export)")
     try:
-        bar = ReleaseBar(share, (args.data_sha256 or "").strip().lower(), tuple(args.allow_prompt))
+        bar = ReleaseBar(share, (args.data_sha256 or "").strip().lower(), tuple(args.allow_prompt), args.min_kappa)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
+    review = None
+    if args.review:
+        from clinconsensus_tasks.run_records.review import load_review
+
+        review = load_review(args.review)
     runs = gate_runs(args.logs)
     if not runs:
         print(f"no run to check in {', '.join(args.logs)} (Inspect logs or lm-eval results/samples files)", file=sys.stderr)
@@ -134,11 +153,15 @@ def _release_gate(args: argparse.Namespace) -> int:
     failed = 0
     for read in runs:
         facts = read()
+        if review is not None and facts.benchmark == CLINCONSENSUS:
+            facts.physicians = run_agreement(facts.records, review)
         problems = run_problems(facts, bar)
         failed += bool(problems)
         for problem in problems:
             print(f"FAIL {facts.where}: {redact(problem)}")
         if not problems:
             print(f"ok   {facts.where}: {bar.accepts()}")
+        if facts.physicians is not None:
+            print(f"     {facts.where}: {physicians_text(facts.physicians)} (review {args.review})")
     print(f"{len(runs) - failed} of {len(runs)} run(s) pass the {bar.accepts()}", file=sys.stderr)
     return 1 if failed else 0

@@ -86,7 +86,7 @@ def render_markdown(sections: Sequence[Section], title: str, html_name: str) -> 
 def build_report(
     logs: Sequence[str | Path], output: str | Path, markdown: str | Path | None = None,
     resamples: int = 1000, seed: int = 0, title: str = "ClinConsensus / CliMedBench results", baseline: str | Path | None = None,
-    prices: Mapping[str, Prices] | None = None,
+    prices: Mapping[str, Prices] | None = None, review: str | Path | None = None,
 ) -> dict[str, Any]:
     """Read ``logs`` and write the HTML report to ``output`` and the Markdown summary beside it
     (``report.md`` in the same folder unless ``markdown`` is given). Returns paths and counts."""
@@ -101,6 +101,11 @@ def build_report(
         sections.append(robust)
     if baseline:
         sections.append(baseline_section(baseline, runs, resamples, seed))
+    if review:
+        from clinconsensus_tasks.report.review_section import review_section
+        from clinconsensus_tasks.run_records.review import load_review, score_review
+
+        sections.append(review_section(score_review(load_review(review), resamples, seed)))
     sections.append(metadata_section(runs))
     output = Path(output)
     md_path = Path(markdown) if markdown else output.with_name("report.md")
@@ -128,6 +133,8 @@ def add_report_arguments(parser: Any) -> None:
                         help="judge prices per million tokens (input, cached input, output), per judge or for all; repeatable (default: tokens only)")
     parser.add_argument("--baseline", help="a run (log file or folder) to compare every other run of its benchmark against, "
                                            "case by case as compare-models does (default: none)")
+    parser.add_argument("--review", metavar="DIR", help="a physicians' review folder (review export, filled sheets): a section "
+                                                        "with each judge against the physicians (default: none)")
 
 
 def main_report(args: Any) -> int:
@@ -135,6 +142,6 @@ def main_report(args: Any) -> int:
     from clinconsensus_tasks.scorers.usage import parse_prices
 
     info = build_report(args.logs, args.output, args.markdown, args.resamples, args.seed, args.title, getattr(args, "baseline", None),
-                        parse_prices(getattr(args, "prices", None) or []))
+                        parse_prices(getattr(args, "prices", None) or []), getattr(args, "review", None))
     print(json.dumps(info, ensure_ascii=False, indent=2))
     return 0

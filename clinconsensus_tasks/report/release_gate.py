@@ -41,7 +41,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from clinconsensus_tasks.clinconsensus.dataset import HF_DATA_REVISION, HF_DATASET, sample_path
 from clinconsensus_tasks.judge.input_limit import OFFICIAL_CUT
@@ -73,8 +73,11 @@ class ReleaseBar:
     failure_share: float = RELEASE_FAILURE_SHARE
     data_sha256: str = ""  # a copy of the public file named by its sha256, instead of the hub at the pinned revision
     allow_prompts: tuple[str, ...] = ()  # judge prompts or modes accepted besides the official one
+    min_kappa: float | None = None  # --min-kappa: the judge's agreement with physicians (a review) at least this
 
     def __post_init__(self) -> None:
+        if self.min_kappa is not None and not -1 <= self.min_kappa <= 1:
+            raise ValueError(f"--min-kappa {self.min_kappa!r}: Cohen's kappa is in [-1, 1]")
         if not 0 <= self.failure_share < 1:
             raise ValueError(f"--judge-failure-threshold {self.failure_share!r}: the share of judgments that may fail, "
                              "in [0, 1) (0.01 or 1%); the gate has no 'never'")
@@ -92,7 +95,8 @@ class ReleaseBar:
         data = (f"data sha256 {self.data_sha256[:12]}... (--data-sha256)" if self.data_sha256 else
                 f"hub data at {HF_DATA_REVISION}" if HF_DATA_REVISION else "hub data (no revision pinned: name the file with --data-sha256)")
         loosened = self.exceptions()
-        return f"release profile, {data}" + (f"; EXCEPTIONS: {', '.join(loosened)}" if loosened else "")
+        physicians = "" if self.min_kappa is None else f", judge-physician kappa >= {self.min_kappa:g} (--min-kappa)"
+        return f"release profile, {data}{physicians}" + (f"; EXCEPTIONS: {', '.join(loosened)}" if loosened else "")
 
 
 # -- the checks ----------------------------------------------------------------------------------
@@ -323,7 +327,33 @@ def _climedbench_numbers(run: RunFacts) -> list[str]:
     return []
 
 
-CHECKS: tuple[Check, ...] = (_finished, _version, _data, _whole, _independent, _official, _judged, _numbers)
+def physicians_text(found: Mapping[str, Any]) -> str:
+    """A run's judge against the physicians (``run_records.review.run_agreement``), in one line."""
+    overall = found["overall"]
+    kappa, f1 = overall["kappa"], overall["macro_f1"]
+    if not found["rows"]:
+        return "no physician-labelled row of this run's answers"
+    return (f"judge-physician kappa {kappa['estimate']:.3f} [{kappa['low']:.3f}, {kappa['high']:.3f}], macro F1 {f1['estimate']:.3f} "
+            f"on {found['rows']} rows of {overall['cases']} cases ({found['judge_failures']} failed judgments left out)")
+
+
+def _physicians(run: RunFacts, bar: ReleaseBar) -> list[str]:
+    """With ``--min-kappa``: the run's judge agrees with the physicians of the review at least that
+    much (Cohen's kappa's estimate; its interval is in the message)."""
+    if bar.min_kappa is None or run.benchmark == CLIMEDBENCH:
+        return []
+    if run.physicians is None:
+        return ["--min-kappa needs the physicians' review of this run (--review DIR)"]
+    if not run.physicians["rows"]:
+        return ["the review holds no physician-labelled row of this run's answers: export it from this run "
+                "(clinconsensus-eval review export RUN) and have the sheets filled"]
+    kappa = run.physicians["overall"]["kappa"]["estimate"]
+    if math.isnan(kappa) or kappa < bar.min_kappa:
+        return [f"{physicians_text(run.physicians)}: below --min-kappa {bar.min_kappa:g}"]
+    return []
+
+
+CHECKS: tuple[Check, ...] = (_finished, _version, _data, _whole, _independent, _official, _judged, _numbers, _physicians)
 
 # The facts a regression gate (``compare-models``) holds each of its two runs to: the run's health
 # as a measurement, not the release-only facts (the public data at its revision, CliMedBench's 14

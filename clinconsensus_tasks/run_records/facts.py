@@ -50,6 +50,7 @@ class RunFacts:
     items: Any = None  # CliMedBench ItemLog
     synthetic: bool | None = None  # CliMedBench: the bundled synthetic sample
     variant: str = "clean"  # CliMedBench: clean, or an analysis variant (perturbed, nota, cot, ll)
+    physicians: Mapping[str, Any] | None = None  # the judge against a physicians' review (review.run_agreement), when given
 
 
 # -- reading what a run recorded -----------------------------------------------------------------

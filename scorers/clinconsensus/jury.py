@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
 
-from clinconsensus_tasks.scorers.agreement import Confusion
+from clinconsensus_tasks.scorers.agreement import Confusion, fleiss_from_parts
 from clinconsensus_tasks.scorers.audit_estimate import Interval, kappa_interval
 from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, GradedCase, RoleVerdicts
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
@@ -127,12 +127,7 @@ def _fleiss_parts(record: GradedCase, roles: Sequence[str]) -> _FleissParts:
 
 
 def _fleiss(parts: _FleissParts, raters: int) -> float:
-    if parts.items == 0:
-        return math.nan
-    p_met = parts.met_votes / (parts.items * raters)
-    expected = p_met**2 + (1 - p_met) ** 2
-    observed = parts.agreement / parts.items
-    return math.nan if expected == 1 else (observed - expected) / (1 - expected)
+    return fleiss_from_parts(parts.items, parts.agreement, parts.met_votes, raters)
 
 
 def fleiss_kappa(records: Sequence[GradedCase]) -> Interval:
