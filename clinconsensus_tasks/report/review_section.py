@@ -41,11 +41,11 @@ def review_section(result: Mapping[str, Any]) -> Section:
         section.notes.append(f"{len(result['problems'])} rows or files left out of the sheets (edited, added, deleted, duplicated, "
                              "unlabelled or with a label not accepted): `clinconsensus-eval review score DIR` lists each.")
     section.tables.append(Table("Each judge against the physicians' labels",
-                                ["judge", "rows", "cases", "failed judgments", *(HEADERS[m] for m in AGREEMENT_METRICS)],
-                                [[judge_name(j), str(j["rows"]), str(j["overall"]["cases"]), str(j["judge_failures"]),
-                                  *(interval_text(j["overall"][m]) for m in AGREEMENT_METRICS)] for j in judges]))
+                                ["#", "judge", "rows", "cases", "failed judgments", *(HEADERS[m] for m in AGREEMENT_METRICS)],
+                                [[f"#{n}", judge_name(j), str(j["rows"]), str(j["overall"]["cases"]), str(j["judge_failures"]),
+                                  *(interval_text(j["overall"][m]) for m in AGREEMENT_METRICS)] for n, j in enumerate(judges, start=1)]))
     if judges:
-        section.charts.append(bar_chart([f"{j['title']} · {j['run']}"[:40] for j in judges],
+        section.charts.append(bar_chart([f"#{n}" for n in range(1, len(judges) + 1)],  # the table's numbers: names do not fit under bars
                                         {HEADERS[m]: [_bar(j["overall"][m]) for j in judges] for m in ("kappa", "macro_f1")},
                                         "Judges against physicians: Cohen's kappa and macro F1"))
     physicians = result.get("physician_agreement")

@@ -1,0 +1,152 @@
+"""The physicians' review from real runs of both frameworks, as a clinical team runs it.
+
+An Inspect run with two judges (the stand-in's ``judge-model`` as the grader and ``judge-alt``,
+which disagrees with it on a fixed fifth of the criteria, as the second judge) and an lm-eval run
+of the same model and grader, both against the project's stand-in server on 127.0.0.1 (it stands
+in for the model's and the judges' endpoints: a vLLM server or a hosted API, over real HTTP). Then
+the commands a team types: ``review export`` from the two output folders, the sheets filled with
+openpyxl as physicians fill them, ``review score``, ``summarize --strict --review --min-kappa`` on
+each framework's run, and ``report --review`` opened in headless Chromium.
+
+The physicians' labels are planted: the stand-in's own rule for each (answer, criterion) pair
+(``oracle_verdict``, what ``judge-model`` says), flipped on the criteria whose id ends in 3 or 7.
+Every judge's figures are then worked out here from the labels and the rule, independently of the
+review code.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+
+from clinconsensus_tasks.cli import main as cli_main
+from clinconsensus_tasks.run_records.review import KEY_FILE
+from clinconsensus_tasks.run_records.review_sheets import SHEET
+from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa, macro_f1
+from clinconsensus_tasks.stand_in import oracle_verdict
+from frameworks import run_lmeval
+
+pytestmark = pytest.mark.slow
+
+
+def flipped(criterion_id: str) -> bool:
+    return criterion_id[-1] in "37"
+
+
+def physician_label(answer: str, criterion: str, criterion_id: str) -> bool:
+    return oracle_verdict(answer, criterion) != flipped(criterion_id)
+
+
+@pytest.fixture
+def campaign(fake_server, tmp_path):
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    log = inspect_eval(clinconsensus(data="sample"), model="openai-api/cand/cand-model",
+                       model_roles={"grader": "openai-api/judge/judge-model", "local_grader": "openai-api/judge/judge-alt"},
+                       log_dir=str(tmp_path / "inspect"), display="none")[0]
+    assert log.status == "success", log.error
+    run_lmeval(fake_server.base_url, tmp_path / "lmeval")
+    runs = {p: p.read_bytes() for p in [*(tmp_path / "inspect").rglob("*.*"), *(tmp_path / "lmeval").rglob("*.*")]}
+    return tmp_path, runs
+
+
+def fill(folder: Path) -> dict[str, bool]:
+    """Every sheet filled with the planted labels, as a physician types them (Chinese, a stray blank);
+    returns the label of each row id."""
+    key = json.loads((folder / KEY_FILE).read_text(encoding="utf-8"))
+    labels = {}
+    for path in sorted(folder.glob("physician_*.xlsx")):
+        book = load_workbook(path)
+        for row in book[SHEET].iter_rows(min_row=2):
+            item = key["items"][key["rows"][row[0].value]]
+            met = physician_label(row[2].value, row[3].value, item["criterion_id"])
+            row[4].value = "符合 " if met else " 不符合"
+            labels[row[0].value] = met
+        book.save(path)
+    return labels
+
+
+def test_a_team_reviews_its_judges_from_both_frameworks_runs(campaign, capsys):
+    root, runs = campaign
+    folder = root / "review"
+    assert cli_main(["review", "export", str(root / "inspect"), str(root / "lmeval"), "--output", str(folder), "--cases", "6",
+                     "--reviewers", "2", "--overlap", "0.5", "--seed", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "6 cases, 180 rows to label, 3 judge(s) of 2 run(s) to compare" in printed  # both runs' answers are the same: shared rows
+    fill(folder)
+    assert cli_main(["review", "score", str(folder), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    key = json.loads((folder / KEY_FILE).read_text(encoding="utf-8"))
+
+    # Worked out here: each judge's verdict per row from the stand-in's rule, against the planted labels.
+    texts = _texts(folder)
+    row_of = {item: rid for rid, item in key["rows"].items()}  # one sheet row per item is enough (overlap rows are alike)
+
+    def expected(judge: str) -> Confusion:
+        pairs = []
+        for item_id, item in key["items"].items():
+            answer, criterion = texts[row_of[item_id]]
+            pairs.append((physician_label(answer, criterion, item["criterion_id"]), oracle_verdict(answer, criterion, judge)))
+        return Confusion.of(pairs)
+
+    judges = {(j["framework"], j["title"]): j for j in result["judges"]}
+    assert set(judges) == {("inspect", "judge"), ("inspect", "second judge"), ("lm-eval", "judge")}
+    for (framework, title), judge in judges.items():
+        confusion = expected("judge-alt" if title == "second judge" else "judge-model")
+        assert judge["rows"] == 180 and judge["judge_failures"] == 0, (framework, title)
+        assert judge["overall"]["kappa"]["estimate"] == pytest.approx(cohen_kappa(confusion))
+        assert judge["overall"]["macro_f1"]["estimate"] == pytest.approx(macro_f1(confusion))
+        assert judge["overall"]["kappa"]["low"] <= judge["overall"]["kappa"]["estimate"] <= judge["overall"]["kappa"]["high"]
+    # The same answers and verdicts give the same figures from both frameworks, intervals included.
+    assert judges[("inspect", "judge")]["overall"] == judges[("lm-eval", "judge")]["overall"]
+    assert result["physician_agreement"]["pairwise"]["P1-P2"]["kappa"]["estimate"] == pytest.approx(1.0)
+    # 3 shared cases (90 rows) for both, the other 3 cases split 2 and 1 (the least loaded first, ties to the lower number).
+    assert {p: t["labelled"] for p, t in result["physicians"].items()} == {"P1": 150, "P2": 120}
+    assert result["problems"] == []
+    kappa = judges[("inspect", "judge")]["overall"]["kappa"]
+
+    # The gate: each framework's run, its judge against the physicians, refused below --min-kappa with the interval.
+    for run in (str(root / "inspect"), str(root / "lmeval")):
+        code = cli_main(["summarize", "--strict", run, "--review", str(folder), "--min-kappa", "0.99"])
+        out = capsys.readouterr().out
+        assert code == 1
+        line = (f"judge-physician kappa {kappa['estimate']:.3f} [{kappa['low']:.3f}, {kappa['high']:.3f}], macro F1 "
+                f"{judges[('inspect', 'judge')]['overall']['macro_f1']['estimate']:.3f} on 180 rows of 6 cases")
+        assert f"{line} (0 failed judgments left out): below --min-kappa 0.99" in out, out
+        assert cli_main(["summarize", "--strict", run, "--review", str(folder), "--min-kappa", "0.1"]) == 1  # the bundled sample still fails
+        out = capsys.readouterr().out
+        assert "below --min-kappa" not in out and f"{line} (0 failed judgments left out) (review {folder})" in out
+
+    # The report's section, in a real browser.
+    page = root / "out" / "report.html"
+    assert cli_main(["report", str(root / "inspect"), str(root / "lmeval"), "--review", str(folder), "--output", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert "Judges against physicians" in html and f"{kappa['estimate']:.3f} [{kappa['low']:.3f}, {kappa['high']:.3f}]" in html
+    assert "Physicians with each other" in html
+    _screenshot(page, root)
+    assert {p: p.read_bytes() for p in runs} == runs  # nothing of the runs was rewritten
+
+
+def _texts(folder: Path) -> dict[str, tuple[str, str]]:
+    """Each row id's answer and criterion as the sheets show them."""
+    out = {}
+    for path in folder.glob("physician_*.xlsx"):
+        for row in load_workbook(path, read_only=True)[SHEET].iter_rows(min_row=2, values_only=True):
+            out[row[0]] = (row[2], row[3])
+    return out
+
+
+def _screenshot(page: Path, root: Path) -> None:
+    chromium = "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.fail("headless Chromium is missing: bash .ci/install_report_deps.sh")
+    png = root / "review.png"
+    shot = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={root / 'profile'}",
+                           f"--screenshot={png}", "--window-size=1400,2600", page.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    assert shot.returncode == 0 and png.stat().st_size > 10_000, shot.stderr[-2000:]
