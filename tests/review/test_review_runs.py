@@ -51,8 +51,13 @@ def campaign(fake_server, tmp_path):
                        model_roles={"grader": "openai-api/judge/judge-model", "local_grader": "openai-api/judge/judge-alt"},
                        log_dir=str(tmp_path / "inspect"), display="none")[0]
     assert log.status == "success", log.error
+    # A jury of three (two say what judge-model says, judge-alt dissents on a fifth): its majority is judge-model's verdicts.
+    jury = inspect_eval(clinconsensus(data="sample"), model="openai-api/cand/panel-model",
+                        model_roles={"grader": [f"openai-api/judge/{j}" for j in ("judge-model", "judge-alt", "judge-other")]},
+                        log_dir=str(tmp_path / "inspect-jury"), display="none")[0]
+    assert jury.status == "success", jury.error
     run_lmeval(fake_server.base_url, tmp_path / "lmeval")
-    runs = {p: p.read_bytes() for p in [*(tmp_path / "inspect").rglob("*.*"), *(tmp_path / "lmeval").rglob("*.*")]}
+    runs = {p: p.read_bytes() for name in ("inspect", "inspect-jury", "lmeval") for p in (tmp_path / name).rglob("*.*")}
     return tmp_path, runs
 
 
@@ -75,10 +80,11 @@ def fill(folder: Path) -> dict[str, bool]:
 def test_a_team_reviews_its_judges_from_both_frameworks_runs(campaign, capsys):
     root, runs = campaign
     folder = root / "review"
-    assert cli_main(["review", "export", str(root / "inspect"), str(root / "lmeval"), "--output", str(folder), "--cases", "6",
+    assert cli_main(["review", "export", str(root / "inspect"), str(root / "inspect-jury"), str(root / "lmeval"), "--output", str(folder), "--cases", "6",
                      "--reviewers", "2", "--overlap", "0.5", "--seed", "1"]) == 0
     printed = capsys.readouterr().out
-    assert "6 cases, 180 rows to label, 3 judge(s) of 2 run(s) to compare" in printed  # both runs' answers are the same: shared rows
+    # The three runs' answers are the same (the stand-in answers a question one way): they share their rows.
+    assert "6 cases, 180 rows to label, 7 judge(s) of 3 run(s) to compare" in printed
     fill(folder)
     assert cli_main(["review", "score", str(folder), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -95,21 +101,24 @@ def test_a_team_reviews_its_judges_from_both_frameworks_runs(campaign, capsys):
             pairs.append((physician_label(answer, criterion, item["criterion_id"]), oracle_verdict(answer, criterion, judge)))
         return Confusion.of(pairs)
 
-    judges = {(j["framework"], j["title"]): j for j in result["judges"]}
-    assert set(judges) == {("inspect", "judge"), ("inspect", "second judge"), ("lm-eval", "judge")}
+    judges = {(j["run"], j["title"]): j for j in result["judges"]}
+    assert set(judges) == {("cand-model (inspect)", "judge"), ("cand-model (inspect)", "second judge"), ("cand-model (lm-eval)", "judge"),
+                           ("panel-model", "jury majority"), ("panel-model", "juror 1"), ("panel-model", "juror 2"), ("panel-model", "juror 3")}
+    assert judges[("panel-model", "juror 2")]["judge"] == "openai-api/judge/judge-alt"
     for (framework, title), judge in judges.items():
-        confusion = expected("judge-alt" if title == "second judge" else "judge-model")
+        confusion = expected("judge-alt" if title in ("second judge", "juror 2") else "judge-model")
         assert judge["rows"] == 180 and judge["judge_failures"] == 0, (framework, title)
         assert judge["overall"]["kappa"]["estimate"] == pytest.approx(cohen_kappa(confusion))
         assert judge["overall"]["macro_f1"]["estimate"] == pytest.approx(macro_f1(confusion))
         assert judge["overall"]["kappa"]["low"] <= judge["overall"]["kappa"]["estimate"] <= judge["overall"]["kappa"]["high"]
     # The same answers and verdicts give the same figures from both frameworks, intervals included.
-    assert judges[("inspect", "judge")]["overall"] == judges[("lm-eval", "judge")]["overall"]
+    assert judges[("cand-model (inspect)", "judge")]["overall"] == judges[("cand-model (lm-eval)", "judge")]["overall"]
+    assert judges[("panel-model", "jury majority")]["overall"] == judges[("cand-model (inspect)", "judge")]["overall"]
     assert result["physician_agreement"]["pairwise"]["P1-P2"]["kappa"]["estimate"] == pytest.approx(1.0)
     # 3 shared cases (90 rows) for both, the other 3 cases split 2 and 1 (the least loaded first, ties to the lower number).
     assert {p: t["labelled"] for p, t in result["physicians"].items()} == {"P1": 150, "P2": 120}
     assert result["problems"] == []
-    kappa = judges[("inspect", "judge")]["overall"]["kappa"]
+    kappa = judges[("cand-model (inspect)", "judge")]["overall"]["kappa"]
 
     # The gate: each framework's run, its judge against the physicians, refused below --min-kappa with the interval.
     for run in (str(root / "inspect"), str(root / "lmeval")):
@@ -117,7 +126,7 @@ def test_a_team_reviews_its_judges_from_both_frameworks_runs(campaign, capsys):
         out = capsys.readouterr().out
         assert code == 1
         line = (f"judge-physician kappa {kappa['estimate']:.3f} [{kappa['low']:.3f}, {kappa['high']:.3f}], macro F1 "
-                f"{judges[('inspect', 'judge')]['overall']['macro_f1']['estimate']:.3f} on 180 rows of 6 cases")
+                f"{judges[('cand-model (inspect)', 'judge')]['overall']['macro_f1']['estimate']:.3f} on 180 rows of 6 cases")
         assert f"{line} (0 failed judgments left out): below --min-kappa 0.99" in out, out
         assert cli_main(["summarize", "--strict", run, "--review", str(folder), "--min-kappa", "0.1"]) == 1  # the bundled sample still fails
         out = capsys.readouterr().out
@@ -125,7 +134,7 @@ def test_a_team_reviews_its_judges_from_both_frameworks_runs(campaign, capsys):
 
     # The report's section, in a real browser.
     page = root / "out" / "report.html"
-    assert cli_main(["report", str(root / "inspect"), str(root / "lmeval"), "--review", str(folder), "--output", str(page)]) == 0
+    assert cli_main(["report", str(root / "inspect"), str(root / "inspect-jury"), str(root / "lmeval"), "--review", str(folder), "--output", str(page)]) == 0
     html = page.read_text(encoding="utf-8")
     assert "Judges against physicians" in html and f"{kappa['estimate']:.3f} [{kappa['low']:.3f}, {kappa['high']:.3f}]" in html
     assert "Physicians with each other" in html
