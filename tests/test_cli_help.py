@@ -35,7 +35,9 @@ def test_every_option_has_help_and_shows_its_default():
     parsers = list(all_parsers(build_parser()))
     # The walk checks every command and step a user can read about, and nothing is hidden from --help.
     assert [path for path, _ in parsers] == list(listed_in_help(build_parser()))
-    assert {"clinconsensus-eval summarize", "clinconsensus-eval cat run", "clinconsensus-eval train-simcse"} <= {p for p, _ in parsers}
+    assert {"clinconsensus-eval summarize", "clinconsensus-eval cat run", "clinconsensus-eval train-simcse",
+            "clinconsensus-eval review export", "clinconsensus-eval review score"} <= {p for p, _ in parsers}
+    assert "(default: 30)" in dict(parsers)["clinconsensus-eval review export"].format_help()  # the steps print defaults too
     for path, parser in parsers:
         text = parser.format_help()
         assert "`" not in text, path

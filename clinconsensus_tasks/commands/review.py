@@ -41,7 +41,7 @@ def _share(value: str) -> float:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="review_command", required=True, metavar="STEP")
-    export = sub.add_parser("export", help="write blind review sheets (one per physician) and the review key from runs",
+    export = sub.add_parser("export", formatter_class=p.formatter_class, help="write blind review sheets (one per physician) and the review key from runs",
                             description="Draw a stratified sample of (answer, criterion) rows from the runs and write one blind "
                                         "sheet per physician (XLSX with a drop-down, and CSV) and the review key beside them.")
     export.add_argument("runs", nargs="+", metavar="RUN", help="Inspect logs, lm-eval samples files or folders holding them, "
@@ -55,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         help="share of the cases every physician labels (their agreement with each other is measured there)")
     export.add_argument("--seed", type=int, default=0, help="seed of the draw and of each sheet's shuffle")
     export.add_argument("--format", choices=("both", "xlsx", "csv"), default="both", help="sheet files to write")
-    score = sub.add_parser("score", help="read the filled sheets back: every judge against the physicians",
+    score = sub.add_parser("score", formatter_class=p.formatter_class, help="read the filled sheets back: every judge against the physicians",
                            description="Read the filled sheets of a review folder and report each judge's agreement with the "
                                        "physicians (case-bootstrap intervals), the physicians with each other, and every row "
                                        "left out and why.")
