@@ -39,6 +39,9 @@ under test is the same client code that talks to a user's endpoint:
   verdict, and with ``never`` judges every criterion not met; judge names containing ``down``
   get HTTP 500 for every judge call, ``toolong`` HTTP 400 "context length exceeded", ``drop`` a
   closed connection with no reply, and ``hang`` a reply only after :data:`HANG_SECONDS`;
+* a judge model name containing ``unreadable`` writes prose and never a verdict, as a tiny model
+  does (254 characters, finish reason ``stop``): one reply to a judge request, another to every
+  re-ask of it;
 * :meth:`FakeOpenAIServer.script` gives one model name a test's own reply function (reply text,
   an HTTP status, or a dropped connection for each :class:`ScriptedRequest`), for hostile or broken
   judges and models that no name rule covers;

@@ -5,7 +5,8 @@ judge check) or, for a template in the official form, by matching a registered t
 (:func:`template_pattern`). The verdict for (answer, criterion) is :func:`oracle_verdict`, so
 per-criterion and batched prompts get the same verdicts. Model-name words choose faults
 (``flaky``: :func:`fault_for`), opinions (``alt``, ``never``, ``quoting``) and outages
-(``down``, ``toolong``, ``drop``, ``hang``: :func:`outage_for`).
+(``down``, ``toolong``, ``drop``, ``hang``: :func:`outage_for`); ``unreadable`` writes prose,
+never a verdict (:func:`unreadable_reply`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,16 @@ FAULT_500 = "500_once"
 FAULT_MALFORMED_ONCE = "malformed_once"
 FAULT_MALFORMED_ALWAYS = "malformed_always"
 MALFORMED = "我认为这条标准大致满足。"  # a verdict with no verdict in it
+
+# A tiny judge's prose, as SmolLM2-135M on llama.cpp writes it (254 characters, finish reason
+# "stop", no verdict): one reply to a judge request, another to a re-ask of it (its own reply and
+# the plea after it), and that same other reply to every later re-ask.
+UNREADABLE_FIRST = ("The response is a good answer to the question. It explains the patient's condition clearly and gives practical "
+                    "advice about the next steps, such as seeing a doctor and taking the medicine as prescribed. Overall, the answer "
+                    "addresses the rubric item well.")
+UNREADABLE_AGAIN = ("I apologize for the confusion. The response above covers the main points of the question and gives helpful advice. "
+                    "It mentions the examination, the treatment and the follow-up, so I think it meets the requirement described in the "
+                    "rubric item you gave me.")
 
 PER_CRITERION = "per_criterion"
 BATCHED = "batched"
@@ -119,9 +130,17 @@ def _garbled(model: str, answer: str, criterion: str, attempt: int) -> bool:
     return fault == FAULT_MALFORMED_ALWAYS or (fault == FAULT_MALFORMED_ONCE and attempt == 1)
 
 
+def unreadable_reply(attempt: int) -> str:
+    """The ``unreadable`` judge's reply on ``attempt`` (a re-ask's attempt counts the replies it
+    carries): :data:`UNREADABLE_FIRST` to a first request, :data:`UNREADABLE_AGAIN` to any re-ask."""
+    return UNREADABLE_FIRST if attempt == 1 else UNREADABLE_AGAIN
+
+
 def _verdict(model: str, answer: str, criterion: str, attempt: int, fenced: bool = False) -> tuple[int, str]:
     """The verdict for (answer, criterion), with a ``flaky`` judge's faults; ``fenced`` gives
     the official answer form (a fenced JSON block) on every attempt."""
+    if "unreadable" in model:
+        return 200, unreadable_reply(attempt)
     fault = fault_for(answer, criterion) if "flaky" in model else FAULT_NONE
     if fault == FAULT_429 and attempt == 1:
         return 429, ""
@@ -136,6 +155,8 @@ def _verdict(model: str, answer: str, criterion: str, attempt: int, fenced: bool
 
 
 def _batched(model: str, user: str, attempt: int) -> tuple[int, str]:
+    if "unreadable" in model:
+        return 200, unreadable_reply(attempt)
     answer, listing = _split(user)
     items = []
     for line in listing.splitlines():

@@ -336,6 +336,8 @@ it change what the server does:
   flaky             judge faults: HTTP 429 or 500 on a first attempt, a malformed verdict once,
                     or a verdict malformed on every attempt
   alt               a judge that disagrees with the others on a fixed fifth of the criteria
+  unreadable        a judge that writes prose, never a verdict: one reply to a request, another to
+                    every re-ask of it
 Other routes: GET /v1/stats (call counts), POST /v1/reset, POST /v1/config
 {"latency": s, "answer_chars": n, "cache_min_tokens": n}. The server binds 127.0.0.1 only and prints PORT <n> when ready.
 """
