@@ -98,7 +98,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("cache_dir", "str", "$XDG_CACHE_HOME/clinconsensus_tasks, else ~/.cache/clinconsensus_tasks",
             "folder of the verdict cache (lm-eval; Inspect with judge_calls=direct) and batch ledger", env="CLINCONSENSUS_CACHE_DIR", metadata="cache_dir",
             inspect="(Inspect: INSPECT_CACHE_DIR)"),
-    Setting("judge_max_attempts", "int", "3", "attempts per verdict before it counts as a failed judgment", inspect="judge_max_attempts"),
+    Setting("judge_max_attempts", "int", "2", "attempts per verdict before it counts as a failed judgment (2: the request and one re-ask, the verdict rule)",
+            inspect="judge_max_attempts"),
     Setting("judge_failure_threshold", "share", "0.01", "share of failed judgments that ends the run with an error (0: never)",
             env=ENV_FAILURE_THRESHOLD, metadata="judge_failure_threshold", inspect="judge_failure_threshold"),
     Setting("judge_http", "str", "aiohttp", "`aiohttp` (the OpenAI SDK's aiohttp transport, where no proxy variable is set) or "

@@ -363,7 +363,8 @@ def clinconsensus(
             ``batched`` (one call per case).
         thresholds: the k of Pass@k and CACS@k.
         n_criteria: expected criteria per case (N in CACS).
-        judge_max_attempts: attempts per verdict before it counts as a failed judgment.
+        judge_max_attempts: attempts per verdict before it counts as a failed judgment (2: the
+            request and one re-ask, the verdict rule).
         judge_cache: use Inspect's response cache for judge calls (re-asks always bypass it).
         answer_cache: use Inspect's response cache, per epoch, for the model's answers (default
             true), so that resuming a run (``inspect eval-retry``) pays for no answer twice.

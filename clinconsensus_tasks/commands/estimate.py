@@ -21,8 +21,9 @@ once it has returned, so each of those 29 reuses everything before the rubric it
 provider counts it (:class:`PromptCache`: OpenAI serves prefixes of at least 1,024 tokens, in
 128-token steps; a shorter prefix is not cached at all, and the output says for how many cases).
 A campaign (``--models N``) is N runs of the same cases: N times the calls and tokens.
-The stand-in answer is neutral clinical Chinese text; retries of unparseable verdicts are not
-counted (the run's ``judge_failures`` and attempts say how many there were).
+The stand-in answer is neutral clinical Chinese text; re-asks of unparseable verdicts are not
+counted (the verdict rule asks each at most once, so a judge that never gives a verdict costs at
+most twice the calls; the run's ``judge_failures`` and attempts say how many there were).
 """
 
 from __future__ import annotations

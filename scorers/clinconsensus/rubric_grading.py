@@ -46,7 +46,11 @@ from clinconsensus_tasks.scorers.clinconsensus.verdicts import read_batched, rea
 Messages = list[dict[str, str]]
 Complete = Callable[[Messages, bool], Awaitable[str]]
 
-MAX_ATTEMPTS = 3
+# The verdict rule (docs/verdict-rule.md): a reply that is no verdict is asked again once, then the
+# judgment fails, whatever the re-ask's reply is. With 3, a judge that answered the re-ask with
+# other prose than its first reply (SmolLM2 does) was asked a third time: the re-ask after it is
+# no request already sent, so nothing stopped it (issue 41: 62 judge requests for one case, 61 allowed).
+MAX_ATTEMPTS = 2
 EMPTY_ANSWER = "empty answer: not sent to the judge"
 _RAW_KEEP = 400  # characters of an unusable judge output kept for the log
 
@@ -271,13 +275,15 @@ async def grade_answer(
     mode the first criterion is judged alone and the others concurrently once it returns, so the
     provider can serve their shared prefix from its prompt cache (the client bounds the real
     concurrency); each
-    unparseable verdict is asked again, ``max_attempts`` attempts in all. In ``batched`` mode the
+    unparseable verdict is asked again, ``max_attempts`` attempts in all (default
+    :data:`MAX_ATTEMPTS`: the request and one re-ask, the verdict rule). In ``batched`` mode the
     reply is all or nothing (the verdict rule), so a re-ask asks the whole list again.
 
     A re-ask is never the request already answered (at temperature 0 a judge answers it the same
     way, and the re-ask buys nothing): it is the request, the unusable reply and a note that it was
-    no verdict (``rubric_prompt.reask_messages``). When the judge repeats an unusable reply, the
-    next re-ask would repeat a request already sent: it is not sent, and the judgment fails. A call that raises is not asked
+    no verdict (``rubric_prompt.reask_messages``). With more than two attempts, when the judge
+    repeats an unusable reply, the next re-ask would repeat a request already sent: it is not sent,
+    and the judgment fails. A call that raises is not asked
     again; with a ``breaker`` shared by the run, once too many such calls in a row failed, the
     remaining ones fail as ``judge_unavailable`` without being sent.
     """

@@ -8,6 +8,8 @@ criteria only) is checked exactly. End-to-end tests exercise the same code over 
 import asyncio
 import json
 
+import pytest
+
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import count_failures, count_met, grade_answer
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import parse_template
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
@@ -51,21 +53,30 @@ def test_prompt_puts_the_criterion_last_after_a_shared_prefix():
     assert a[1]["content"][: -len(RUBRICS[0][1])] == b[1]["content"][: -len(RUBRICS[1][1])]
 
 
-def test_per_criterion_reasks_unparseable_then_fails_after_three_attempts():
+def test_per_criterion_reasks_unparseable_once_then_fails():
+    # The verdict rule: asked again once, whatever the re-ask's reply is (issue 41: a judge that
+    # answered the re-ask with other prose was asked a third time).
     judge = ScriptedJudge({
         RUBRICS[0][1]: [verdict(True)],
         RUBRICS[1][1]: ["满足", verdict(False)],
         RUBRICS[2][1]: ["?", "??", "???"],
     })
     out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge))
-    assert [(j.criterion_id, j.met, j.attempts) for j in out] == [("C1", True, 1), ("C2", False, 2), ("C3", None, 3)]
-    assert out[2].error == "unparseable verdict (criteria_met occurs 0 time(s), in 0 JSON object(s); exactly one of each is a verdict): '???'"
+    assert [(j.criterion_id, j.met, j.attempts) for j in out] == [("C1", True, 1), ("C2", False, 2), ("C3", None, 2)]
+    assert out[2].error == "unparseable verdict (criteria_met occurs 0 time(s), in 0 JSON object(s); exactly one of each is a verdict): '??'"
     assert count_met(out) == 1 and count_failures(out) == 1
     # First attempts may use a cache; every re-ask must bypass it.
     assert sorted(judge.calls) == sorted([
-        (RUBRICS[0][1], False), (RUBRICS[1][1], False), (RUBRICS[1][1], True),
-        (RUBRICS[2][1], False), (RUBRICS[2][1], True), (RUBRICS[2][1], True),
+        (RUBRICS[0][1], False), (RUBRICS[1][1], False), (RUBRICS[1][1], True), (RUBRICS[2][1], False), (RUBRICS[2][1], True),
     ])
+
+
+def test_per_criterion_with_three_attempts_asked_fails_after_three():
+    judge = ScriptedJudge({RUBRICS[0][1]: [verdict(True)], RUBRICS[1][1]: ["满足", verdict(False)], RUBRICS[2][1]: ["?", "??", "???"]})
+    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge, max_attempts=3))
+    assert [(j.criterion_id, j.met, j.attempts) for j in out] == [("C1", True, 1), ("C2", False, 2), ("C3", None, 3)]
+    assert out[2].error.endswith("'???'")
+    assert sorted(judge.calls).count((RUBRICS[2][1], True)) == 2
 
 
 def test_a_reask_carries_the_refused_reply_and_is_never_a_request_already_answered():
@@ -78,7 +89,7 @@ def test_a_reask_carries_the_refused_reply_and_is_never_a_request_already_answer
         RUBRICS[1][1]: ["不知道", "不知道"],  # the same refused reply again: no third call
         RUBRICS[2][1]: [verdict(False)],
     })
-    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge))
+    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge, max_attempts=3))  # a third attempt allowed, not needed
     assert [(j.met, j.attempts, j.error_kind) for j in out] == [(True, 2, None), (None, 2, "unparseable"), (False, 1, None)]
     assert out[1].error.endswith("'不知道'; not asked again: the re-ask would repeat a request already answered")
     first = per_criterion_messages("问题", "回答", RUBRICS[0][1])
@@ -132,16 +143,20 @@ def test_a_batched_reply_is_all_or_nothing_and_asked_again_whole():
     assert [(j.criterion_id, j.met, j.attempts) for j in out] == [("C1", True, 2), ("C2", False, 2), ("C3", True, 2)]
 
 
-def test_a_batched_judge_that_never_gives_a_whole_list_fails_every_criterion():
-    replies = iter(["无法判断", "不能判断", "无法判断"])  # never the same reply twice in a row: three calls
+@pytest.mark.parametrize("max_attempts", [None, 3])
+def test_a_batched_judge_that_never_gives_a_whole_list_fails_every_criterion(max_attempts):
+    replies = iter(["无法判断", "不能判断", "无法判断"])  # never the same reply twice in a row
+    calls = []
 
     async def judge(messages, fresh):
+        calls.append(messages)
         return next(replies)
 
-    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge, mode=BATCHED))
-    assert [(j.met, j.attempts) for j in out] == [(None, 3)] * 3
+    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge, mode=BATCHED, **({"max_attempts": max_attempts} if max_attempts else {})))
+    attempts = max_attempts or 2  # by default the request and one re-ask, whatever the re-ask's reply
+    assert [(j.met, j.attempts) for j in out] == [(None, attempts)] * 3 and len(calls) == attempts
     assert out[2].error == ("no usable verdict for these criteria (criteria_met occurs 0 time(s); a batched verdict is one list "
-                            "with it once per item): '无法判断'")
+                            f"with it once per item): '{'无法判断' if attempts == 3 else '不能判断'}'")
 
 
 def test_a_batched_judge_repeating_a_refused_reply_is_not_asked_the_same_again():
@@ -151,14 +166,12 @@ def test_a_batched_judge_repeating_a_refused_reply_is_not_asked_the_same_again()
         calls.append(messages)
         return "无法判断"
 
-    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge, mode=BATCHED))
+    out = asyncio.run(grade_answer("问题", "回答", RUBRICS, judge, mode=BATCHED, max_attempts=3))
     assert [(j.met, j.attempts) for j in out] == [(None, 2)] * 3 and len(calls) == 2
     assert out[0].error.endswith("'无法判断'; not asked again: the re-ask would repeat a request already answered")
 
 
 # -- failure kinds, the circuit breaker and the failure threshold (issue 12) ------------------------
-
-import pytest  # noqa: E402
 
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (  # noqa: E402
     BREAKER_LIMIT,

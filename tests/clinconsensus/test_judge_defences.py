@@ -418,3 +418,51 @@ def test_a_reply_longer_than_a_verdict_can_need_is_no_verdict_then_asked_again_i
         assert {(j["met"], j["error_kind"], j["attempts"]) for j in judgments} == {(None, "unparseable", 2)}
         assert all(j["error"].startswith(f"{'unparseable verdict' if mode == 'per_criterion' else 'no usable verdict for these criteria'} ({TOO_LONG})")
                    for j in judgments), {j["error"][:200] for j in judgments}
+
+
+# -- 7. a judge that never writes a verdict is asked again once per verdict (issue 41) -------------
+
+
+def _inspect_score(log_location: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).parent / "inspect"), "score", log_location, "--overwrite", "--action", "overwrite"],
+                          capture_output=True, text=True, timeout=300)
+
+
+def _failed_after_one_reask(judgments: list[dict]) -> None:
+    from clinconsensus_tasks.stand_in.judges import UNREADABLE_AGAIN
+
+    assert {(j["met"], j["error_kind"], j["attempts"]) for j in judgments} == {(None, "unparseable", 2)}
+    assert all(UNREADABLE_AGAIN[:80] in j["error"] for j in judgments)  # the reason quotes the re-ask's reply
+
+
+@pytest.mark.parametrize("mode", ["per_criterion", "batched"])
+def test_a_judge_that_never_writes_a_verdict_is_asked_again_once_per_verdict_in_both_frameworks(fake_server, tmp_path, monkeypatch, mode):
+    # Issue 41: a tiny judge (SmolLM2 on llama.cpp) answers the re-ask with prose other than its
+    # first reply, so a further re-ask was no request already sent and went out too: 62 judge
+    # requests for one case where the verdict rule allows 61 (the check, 30 requests, 30 re-asks).
+    # Counted at the server: every request once, every verdict asked again once, then failed; the
+    # same in lm-eval; and `inspect score` on the log asks each verdict again once (the first
+    # replies come from Inspect's cache, a re-ask bypasses it) and asks the model nothing.
+    monkeypatch.setenv(ENV_FAILURE_THRESHOLD, "0")
+    requests = 30 * N_CASES if mode == "per_criterion" else N_CASES  # the judge requests of a run, re-asks aside
+    log, inspect_metrics = run_inspect(tmp_path / "logs", judge="judge-unreadable", judge_mode=mode)
+    ran = fake_server.stats()
+    assert (ran["judge_calls"], ran["kinds"]["probe"], ran["max_repeats"]) == (2 * requests, 1, 1)
+    _failed_after_one_reask(_inspect_log_judgments(log))
+
+    done = _inspect_score(log.location)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rescored = fake_server.stats()
+    assert rescored["judge_calls"] - ran["judge_calls"] == requests  # the re-asks, once each
+    assert rescored["calls"]["cand-model"] == ran["calls"]["cand-model"]
+    from inspect_ai.log import read_eval_log
+
+    _failed_after_one_reask(_inspect_log_judgments(read_eval_log(log.location)))
+
+    fake_server.reset()
+    results, lmeval_metrics = run_lmeval(fake_server.base_url, judge="judge-unreadable", mode=mode)
+    ran = fake_server.stats()
+    assert (ran["judge_calls"], ran["kinds"]["probe"], ran["max_repeats"]) == (2 * requests, 1, 1)
+    _failed_after_one_reask([j for r in _lmeval_records(results) for j in r["judgments"]])
+    for metrics in (inspect_metrics, lmeval_metrics):
+        assert {k: metrics[k] for k in HEADLINE} == FAILED_ALL
