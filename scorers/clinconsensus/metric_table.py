@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 # Bumped on any change of prompt, verdict parsing or scoring; CHANGELOG.md gets a line for every
 # bump. The Inspect task's version and the generated lm-eval YAMLs' metadata.version read it.
-TASK_VERSION = "1.7"
+TASK_VERSION = "1.8"
 
 DEFAULT_N_CRITERIA = 30
 DEFAULT_THRESHOLDS: tuple[int, ...] = (7, 10)
