@@ -1,0 +1,320 @@
+"""Runs in shared storage (issue 40): every command that reads runs, on ``s3://`` URLs as on local paths.
+
+What stands in for what: moto's ``ThreadedMotoServer`` on 127.0.0.1 (``tests/s3_server.py``) stands
+in for the team's bucket (AWS S3, or MinIO/Ceph behind ``AWS_ENDPOINT_URL``). It speaks the S3 REST
+protocol over real HTTP, so the real clients talk to it unchanged: s3fs (the project's readers,
+fsspec ``put`` of an lm-eval output folder) and Inspect's own log writer (``--log-dir s3://...``).
+The credentials are dummies from the environment (botocore's standard chain); the model and the
+judge are the project's stand-in server (``fake_server``), as in the framework tests.
+
+Fast tests: finding runs under a prefix (one listing), the bad inputs (no bucket, refused
+credentials, a prefix without runs, an object cut short, a protocol without its library), and
+outputs written to URLs. Slow tests: a real ``inspect eval`` and a real lm-eval run into the bucket,
+then ``summarize`` (plain and ``--strict``) and ``report --output s3://...`` on the URLs, each
+compared with the same commands on a local copy of the same files.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from clinconsensus_tasks.cli import main as cli_main
+from clinconsensus_tasks.clinconsensus.dataset import load_cases
+
+s3fs = pytest.importorskip("s3fs")
+pytest.importorskip("moto.server", reason='pip install "moto[server]" (test extra)')
+
+import s3_server  # noqa: E402  (after the skips: it imports moto)
+
+
+@dataclass
+class Bucket:
+    fs: object
+    name: str
+    server: s3_server.MotoS3
+
+    def url(self, key: str = "") -> str:
+        return f"s3://{self.name}/{key}" if key else f"s3://{self.name}"
+
+
+@pytest.fixture(scope="session")
+def moto():
+    server, stop = s3_server.start()
+    yield server
+    stop()
+
+
+@pytest.fixture
+def bucket(moto, monkeypatch):
+    """A fresh bucket on the moto server, the environment pointing every client at it."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.endpoint)
+    for name, value in s3_server.ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    s3_server.clear_client_caches()
+    fs = s3fs.S3FileSystem()
+    name = f"evals-{uuid.uuid4().hex[:10]}"
+    fs.mkdir(name)
+    moto.reset()
+    yield Bucket(fs, name, moto)
+    s3_server.clear_client_caches()
+
+
+def samples_text(cases, met_every: int = 3) -> str:
+    """An lm-eval ``--log_samples`` file of the clinconsensus task, with given verdicts."""
+    lines = []
+    for case in cases:
+        judgments = [{"criterion_id": cid, "met": i % met_every == 0, "explanation": f"理由{i}", "attempts": 1, "error": None}
+                     for i, (cid, _) in enumerate(case.rubrics)]
+        record = {"case_id": case.case_id, "met": sum(j["met"] for j in judgments), "judged": len(judgments), "failures": 0,
+                  "empty_answer": False, "judge_model": "j", "judge_mode": "per_criterion", "judgments": judgments}
+        lines.append(json.dumps({"doc_id": 0, "doc": case.to_record(), "resps": [["回答"]],
+                                 "filtered_resps": [json.dumps(record, ensure_ascii=False)]}, ensure_ascii=False))
+    return "".join(line + "\n" for line in lines)
+
+
+SAMPLES = "samples_clinconsensus_2026-01-01T00-00-00.000000.jsonl"
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli_main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- finding runs ----------------------------------------------------------------------------------
+
+
+def test_finding_runs_under_a_prefix_is_one_listing(bucket):
+    from clinconsensus_tasks.log_files import find_logs, run_files
+
+    logs = [f"logs/m{i:03d}/{SAMPLES}" for i in range(40)] + ["logs/2026-01-01T00-00-00_clinconsensus_x.eval"]
+    other = ["logs/readme.txt", "logs/m000/.hidden.eval", "logs/m001/notes.json", "elsewhere/2026-01-01T00-00-00_x.eval"]
+    bucket.fs.pipe({f"{bucket.name}/{key}": b"{}" for key in logs + other})
+    s3_server.clear_client_caches()  # no listing cached by the uploads
+    bucket.server.reset()
+    found = find_logs([bucket.url("logs")])
+    assert [str(p) for p in found] == sorted(bucket.url(k) for k in logs)
+    seen = bucket.server.seen()
+    assert len(s3_server.listings(seen)) == 1 and len(seen) == 1, seen  # one listing, no request per object
+    # A trailing slash, a URL naming one object, and a folder holding one run.
+    assert [str(p) for p in find_logs([bucket.url("logs/")])] == [str(p) for p in found]
+    assert [str(p) for p in find_logs([bucket.url(logs[0])])] == [bucket.url(logs[0])]
+    assert [str(p) for p in run_files(bucket.url("logs/m007"))] == [bucket.url(f"logs/m007/{SAMPLES}")]
+
+
+def test_plain_summarize_takes_folders_and_urls(bucket, tmp_path, capsys):
+    cases = load_cases("sample").cases
+    local = tmp_path / "results" / "cand-model" / SAMPLES
+    local.parent.mkdir(parents=True)
+    local.write_text(samples_text(cases), encoding="utf-8")
+    bucket.fs.put(str(tmp_path / "results"), f"{bucket.name}/results", recursive=True)
+
+    code, by_file, _ = run_cli(capsys, "summarize", "--json", str(local))
+    assert code == 0
+    code, by_folder, _ = run_cli(capsys, "summarize", "--json", str(tmp_path / "results"))
+    assert code == 0 and json.loads(by_folder) == json.loads(by_file)  # the folder: the one run it holds
+    url = bucket.url(f"results/cand-model/{SAMPLES}")
+    for argument in (url, bucket.url("results"), bucket.url("results/")):
+        code, out, err = run_cli(capsys, "summarize", "--json", argument)
+        assert code == 0, err
+        assert json.loads(out) == {url: json.loads(by_file)[str(local)]}
+    code, out, _ = run_cli(capsys, "summarize", bucket.url("results"))  # the tables too
+    assert code == 0 and f"== {url}  (12 cases, 0 judge failures)" in out
+
+
+# -- bad input: a clear error naming the URL, exit codes as for local paths --------------------------
+
+
+@pytest.mark.parametrize("command", [["summarize"], ["summarize", "--strict"], ["report", "--output", "REPORT"]])
+def test_bad_locations_name_the_url(bucket, tmp_path, capsys, command):
+    command = [str(tmp_path / "r.html") if a == "REPORT" else a for a in command]
+    code, _, local_err = run_cli(capsys, *command, str(tmp_path / "nothing-here"))
+    assert code == 2 and "no such log file or folder" in local_err
+    missing = f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/logs"
+    code, _, err = run_cli(capsys, *command, missing)
+    assert code == 2 and missing in err and "bucket does not exist" in err
+    empty = bucket.url("no-runs-here")
+    code, _, err = run_cli(capsys, *command, empty)
+    assert code == 2 and f"no such log file or folder: {empty}" in err
+    bucket.fs.pipe(f"{bucket.name}/notes/readme.txt", b"not a run")
+    code, _, err = run_cli(capsys, *command, bucket.url("notes"))
+    assert code == 2 and f"no Inspect logs or lm-eval samples/results files in the folder {bucket.url('notes')}" in err
+
+
+def test_refused_credentials_name_the_url_and_print_no_secret(bucket, capsys):
+    from moto.core.authorization import enable_iam_authentication
+
+    bucket.fs.pipe(f"{bucket.name}/logs/m/{SAMPLES}", samples_text(load_cases("sample").cases).encode())
+    s3_server.clear_client_caches()
+    with enable_iam_authentication():  # moto now checks keys against its IAM users: ours is unknown (403 InvalidAccessKeyId)
+        for command in (["summarize"], ["summarize", "--strict"], ["report", "--output", bucket.url("out/r.html")]):
+            code, out, err = run_cli(capsys, *command, bucket.url("logs"))
+            assert code == 2 and bucket.url("logs") in err and "refused access" in err, err
+            assert s3_server.ENVIRONMENT["AWS_SECRET_ACCESS_KEY"] not in out + err
+            assert s3_server.ENVIRONMENT["AWS_ACCESS_KEY_ID"] not in out + err
+
+
+def test_objects_cut_short_name_the_url(bucket, capsys):
+    text = samples_text(load_cases("sample").cases)
+    bucket.fs.pipe(f"{bucket.name}/cut/m/{SAMPLES}", text.encode()[: len(text.encode()) // 2])
+    code, _, err = run_cli(capsys, "summarize", bucket.url("cut"))
+    assert code == 2 and bucket.url(f"cut/m/{SAMPLES}") in err and "invalid" in err.lower()
+    bucket.fs.pipe(f"{bucket.name}/cuteval/2026-01-01T00-00-00_clinconsensus_x.eval", b"PK\x03\x04 cut short")
+    code, _, err = run_cli(capsys, "summarize", bucket.url("cuteval/2026-01-01T00-00-00_clinconsensus_x.eval"))
+    assert code == 2 and "not a readable Inspect log" in err and bucket.url("cuteval/") in err
+
+
+def test_a_protocol_whose_library_is_missing_names_the_package(capsys):
+    import importlib.util
+
+    for url, package in (("gs://team-bucket/logs", "gcsfs"), ("az://team-container/logs", "adlfs")):
+        if importlib.util.find_spec(package):
+            continue  # installed here: nothing to name
+        code, _, err = run_cli(capsys, "summarize", url)
+        assert code == 2 and url in err and f"pip install {package}" in err, err
+    code, _, err = run_cli(capsys, "summarize", "nosuchproto://x/y")
+    assert code == 2 and "nosuchproto://x/y" in err and "no protocol" in err
+
+
+def test_commands_that_read_each_log_take_urls(bucket, tmp_path, capsys):
+    """export-official, export-sft and compare on URLs: the same output as on the local files."""
+    cases = load_cases("sample").cases
+    for name, every in (("model-a", 3), ("model-b", 2)):
+        local = tmp_path / "results" / name / SAMPLES
+        local.parent.mkdir(parents=True)
+        local.write_text(samples_text(cases, every), encoding="utf-8")
+    bucket.fs.put(str(tmp_path / "results"), f"{bucket.name}/results", recursive=True)
+    root, local_root = bucket.url("results"), str(tmp_path / "results")
+    a, b = f"{root}/model-a/{SAMPLES}", f"{root}/model-b/{SAMPLES}"
+
+    code, out, err = run_cli(capsys, "export-official", root, "--output", bucket.url("official"))
+    assert code == 0, err
+    assert run_cli(capsys, "export-official", local_root, "--output", str(tmp_path / "official"))[0] == 0
+    for name in ("model-a", "model-b"):
+        assert bucket.fs.cat(f"{bucket.name}/official/{name}_judge.json") == (tmp_path / "official" / f"{name}_judge.json").read_bytes()
+
+    code, out, err = run_cli(capsys, "export-sft", a, "--output", bucket.url("sft"))
+    assert code == 0, err
+    assert run_cli(capsys, "export-sft", str(tmp_path / "results" / "model-a" / SAMPLES), "--output", str(tmp_path / "sft"))[0] == 0
+    for name in ("train.jsonl", "dev.jsonl"):
+        assert bucket.fs.cat(f"{bucket.name}/sft/{name}") == (tmp_path / "sft" / name).read_bytes()
+
+    code, remote, err = run_cli(capsys, "compare", a, b, "--json")
+    assert code == 0, err
+    code, here, _ = run_cli(capsys, "compare", str(tmp_path / "results" / "model-a" / SAMPLES),
+                            str(tmp_path / "results" / "model-b" / SAMPLES), "--json")
+    assert json.loads(remote) == json.loads(here)
+
+
+# -- outputs to URLs ---------------------------------------------------------------------------------
+
+
+def test_csv_output_to_a_url_equals_the_local_files(bucket, tmp_path, capsys):
+    local = tmp_path / "m" / SAMPLES
+    local.parent.mkdir()
+    local.write_text(samples_text(load_cases("sample").cases), encoding="utf-8")
+    assert run_cli(capsys, "summarize", str(local), "--csv", str(tmp_path / "csv"))[0] == 0
+    assert run_cli(capsys, "summarize", str(local), "--csv", bucket.url("out/csv"))[0] == 0
+    for name in ("cases.csv", "summary.csv"):
+        assert bucket.fs.cat(f"{bucket.name}/out/csv/{name}") == (tmp_path / "csv" / name).read_bytes()
+
+
+def test_an_output_to_a_missing_bucket_names_it(bucket, tmp_path, capsys):
+    local = tmp_path / "m" / SAMPLES
+    local.parent.mkdir()
+    local.write_text(samples_text(load_cases("sample").cases), encoding="utf-8")
+    missing = f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/csv"
+    code, _, err = run_cli(capsys, "summarize", str(local), "--csv", missing)
+    assert code == 2 and missing in err and "bucket does not exist" in err
+
+
+# -- end to end: the frameworks' own writers, then every command on the URLs ---------------------------
+
+
+def _without(text: str, *prefixes: str) -> str:
+    for prefix in prefixes:
+        text = text.replace(prefix, "<ROOT>")
+    return text
+
+
+@pytest.mark.slow
+def test_inspect_run_logged_to_a_bucket(fake_server, bucket, tmp_path, capsys):
+    from frameworks import expected_metrics, run_inspect
+
+    log, metrics = run_inspect(bucket.url("logs"))  # Inspect's own writer: --log-dir s3://...
+    assert log.location.startswith(bucket.url("logs/")), log.location
+    assert {k: metrics[k] for k in expected_metrics()} == expected_metrics()
+    local = tmp_path / "logs"
+    bucket.fs.get(f"{bucket.name}/logs", str(local), recursive=True)  # the same objects, on local disk
+    (local_log,) = local.glob("*.eval")
+
+    code, remote, err = run_cli(capsys, "summarize", "--json", bucket.url("logs"))
+    assert code == 0, err
+    code, here, _ = run_cli(capsys, "summarize", "--json", str(local))
+    assert code == 0
+    assert list(json.loads(remote)) == [log.location]
+    assert json.loads(remote)[log.location] == json.loads(here)[str(local_log)]
+    overall = json.loads(remote)[log.location]["overall"]
+    assert {k: overall[k] for k in expected_metrics()} == expected_metrics()
+
+    code, remote_gate, _ = run_cli(capsys, "summarize", "--strict", bucket.url("logs"))
+    local_code, local_gate, _ = run_cli(capsys, "summarize", "--strict", str(local))
+    assert code == local_code == 1  # the bundled sample is no release run: the same verdict, the same lines
+    assert _without(remote_gate, log.location) == _without(local_gate, str(local_log))
+
+    code, out, err = run_cli(capsys, "report", bucket.url("logs"), "--output", bucket.url("reports/report.html"))
+    assert code == 0, err
+    info = json.loads(out)
+    assert info["html"] == bucket.url("reports/report.html") and info["markdown"] == bucket.url("reports/report.md")
+    assert run_cli(capsys, "report", str(local), "--output", str(tmp_path / "reports" / "report.html"))[0] == 0
+    remote_md = bucket.fs.cat(f"{bucket.name}/reports/report.md").decode("utf-8")
+    local_md = (tmp_path / "reports" / "report.md").read_text(encoding="utf-8")
+    assert _without(remote_md, log.location) == _without(local_md, str(local_log))
+    assert b"<svg" in bucket.fs.cat(f"{bucket.name}/reports/report.html")
+
+
+@pytest.mark.slow
+def test_lmeval_output_folder_uploaded_to_a_bucket(fake_server, bucket, tmp_path, capsys):
+    from frameworks import expected_metrics, run_lmeval
+
+    run_lmeval(fake_server.base_url, output_path=tmp_path / "results")
+    bucket.fs.put(str(tmp_path / "results"), f"{bucket.name}/results", recursive=True)  # as a team uploads it
+    root = bucket.url("results")
+
+    code, remote, err = run_cli(capsys, "summarize", "--json", root)
+    assert code == 0, err
+    code, here, _ = run_cli(capsys, "summarize", "--json", str(tmp_path / "results"))
+    assert code == 0
+    (remote_key,), (local_key,) = json.loads(remote), json.loads(here)
+    assert remote_key.startswith(root + "/") and json.loads(remote)[remote_key] == json.loads(here)[local_key]
+    overall = json.loads(remote)[remote_key]["overall"]
+    assert {k: overall[k] for k in expected_metrics()} == expected_metrics()
+
+    local_root = str(tmp_path / "results")
+    code, remote_gate, _ = run_cli(capsys, "summarize", "--strict", root)
+    local_code, local_gate, _ = run_cli(capsys, "summarize", "--strict", local_root)
+    assert code == local_code and _without(remote_gate, root) == _without(local_gate, local_root)
+
+    code, out, err = run_cli(capsys, "report", root, "--output", bucket.url("reports/report.html"),
+                             "--markdown", bucket.url("reports/summary.md"))
+    assert code == 0, err
+    assert run_cli(capsys, "report", local_root, "--output", str(tmp_path / "rep" / "report.html"))[0] == 0
+    remote_md = bucket.fs.cat(f"{bucket.name}/reports/summary.md").decode("utf-8")
+    assert _without(remote_md, root) == _without((tmp_path / "rep" / "report.md").read_text(encoding="utf-8"), local_root)
+
+    # compare-models reads two runs at URLs; its JUnit file goes to a URL too.
+    code, out, err = run_cli(capsys, "compare-models", root, root, "--json", "--junit", bucket.url("reports/junit.xml"))
+    local_code, local_out, _ = run_cli(capsys, "compare-models", local_root, local_root, "--json",
+                                       "--junit", str(tmp_path / "junit.xml"))
+    assert code == local_code, err
+    assert _without(out, root) == _without(local_out, local_root)
+    assert _without(bucket.fs.cat(f"{bucket.name}/reports/junit.xml").decode(), root) == \
+        _without((tmp_path / "junit.xml").read_text(encoding="utf-8"), local_root)
+    assert isinstance(Path, type)
