@@ -12,10 +12,14 @@ latency: on a real bucket the listing's one round trip and each object's one GET
   written with Inspect's own writer (``.eval``); and an lm-eval ``samples_clinconsensus_*.jsonl``
   of the same 900 cases, written from those samples' records.
 * Reading: ``read_case_records`` (what ``summarize``, the report and the gates read each run
-  through) on the local file and on its ``s3://`` URL, each ``--repeats`` times after one warm-up
-  read, in alternation; the median of each, and their ratio. Each remote read starts from a fresh
-  s3fs client (no cached object).
-* Finding: 1,000 log objects (and 20 other objects) under one prefix; ``find_logs`` on the
+  through) on the local file and on its ``s3://`` URL, ``--repeats`` times each after one warm-up
+  read, in alternation; the medians and their ratio. The URL is read twice per round: with the
+  process's S3 client already made (as for every run after a command's first), and with a new one
+  (a command's first read: the client's first request sets up its session). Nothing is cached
+  between reads: s3fs keeps listings, not objects.
+* The command: ``clinconsensus-eval summarize --json`` on the lm-eval file, local and at its
+  URL, a new process each time (what a user waits for: imports, the S3 client, the read).
+* Finding: 1,000 log objects under one prefix (20 other objects beside it); ``find_logs`` on the
   prefix; the requests moto saw (counted at its WSGI entry), and the time.
 
 Usage: python bench/object_storage.py [--repeats 5] [--answer-chars 1500]
@@ -28,6 +32,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -123,21 +128,36 @@ def main() -> None:
         for name, local, url in (("inspect .eval", eval_path, f"s3://bench/run/{eval_path.name}"),
                                  ("lm-eval samples", jsonl, f"s3://bench/lmeval/cand-model/{SAMPLES}")):
             timed(read_case_records, str(local))
-            s3_server.clear_client_caches()
             timed(read_case_records, url)  # warm-up: imports, the first client
-            here, there = [], []
+            here, warm, cold = [], [], []
             for _ in range(args.repeats):
                 here.append(timed(read_case_records, str(local)))
+                warm.append(timed(read_case_records, url))  # the process's S3 client made already (a command's second run)
                 s3_server.clear_client_caches()
-                there.append(timed(read_case_records, url))
-            local_s, remote_s = statistics.median(here), statistics.median(there)
+                cold.append(timed(read_case_records, url))  # a new client: its first request pays for the session
+            local_s, warm_s, cold_s = (statistics.median(t) for t in (here, warm, cold))
             size = local.stat().st_size
-            print(f"read {CASES} cases, {name} ({size / 1e6:.1f} MB): local {local_s:.3f} s, s3 {remote_s:.3f} s, "
-                  f"ratio {remote_s / local_s:.2f} (median of {args.repeats})")
-            out[name] = {"bytes": size, "local_s": round(local_s, 4), "s3_s": round(remote_s, 4), "ratio": round(remote_s / local_s, 3)}
+            print(f"read {CASES} cases, {name} ({size / 1e6:.1f} MB): local {local_s:.3f} s; s3 {warm_s:.3f} s "
+                  f"(ratio {warm_s / local_s:.2f}), with a new S3 client {cold_s:.3f} s (ratio {cold_s / local_s:.2f}); "
+                  f"medians of {args.repeats}")
+            out[name] = {"bytes": size, "local_s": round(local_s, 4), "s3_s": round(warm_s, 4), "s3_new_client_s": round(cold_s, 4),
+                         "ratio": round(warm_s / local_s, 3), "ratio_new_client": round(cold_s / local_s, 3)}
+
+        # The whole command, as a user runs it: a new process (imports, the S3 client) per call.
+        command = [sys.executable, "-m", "clinconsensus_tasks.cli", "summarize", "--json"]
+        cli_local, cli_s3 = [], []
+        for _ in range(args.repeats):
+            for target, times in ((str(jsonl), cli_local), (f"s3://bench/lmeval/cand-model/{SAMPLES}", cli_s3)):
+                start = time.perf_counter()
+                subprocess.run([*command, target], check=True, stdout=subprocess.DEVNULL)
+                times.append(time.perf_counter() - start)
+        local_s, remote_s = statistics.median(cli_local), statistics.median(cli_s3)
+        print(f"clinconsensus-eval summarize --json on the lm-eval file, a new process each: local {local_s:.2f} s, "
+              f"s3 {remote_s:.2f} s (ratio {remote_s / local_s:.2f}); medians of {args.repeats}")
+        out["summarize_command"] = {"local_s": round(local_s, 3), "s3_s": round(remote_s, 3), "ratio": round(remote_s / local_s, 3)}
 
         keys = {f"bench/many/model-{i:04d}/{SAMPLES}": b"{}" for i in range(1000)}
-        keys.update({f"bench/many/notes-{i:02d}.txt": b"" for i in range(20)})
+        keys.update({f"bench/notes/notes-{i:02d}.txt": b"" for i in range(20)})  # beside the prefix, not under it
         fs.pipe(keys)
         s3_server.clear_client_caches()
         server.reset()
@@ -146,7 +166,7 @@ def main() -> None:
         elapsed = time.perf_counter() - start
         seen = server.seen()
         assert len(found) == 1000, len(found)
-        print(f"find 1,000 log objects under one prefix (1,020 objects): {len(seen)} request(s) "
+        print(f"find 1,000 log objects under one prefix: {len(seen)} request(s) "
               f"({len(s3_server.listings(seen))} ListObjectsV2 page(s)), {elapsed:.3f} s")
         out["find_1000"] = {"requests": len(seen), "listings": len(s3_server.listings(seen)), "seconds": round(elapsed, 4)}
     stop()

@@ -47,22 +47,24 @@ def protocol_of(raw: str | os.PathLike[str]) -> str:
     return protocol or ""
 
 
+def _is_upath(raw: Any) -> bool:
+    return not isinstance(raw, (str, Path)) and hasattr(raw, "storage_options") and hasattr(raw, "fs")
+
+
 def is_url(raw: Any) -> bool:
     """Whether ``raw`` names a remote location (a URL of a protocol other than ``file://``)."""
     if isinstance(raw, Path):
         return False
-    if not isinstance(raw, (str, os.PathLike)):
-        return True  # a UPath
+    if _is_upath(raw):
+        return True  # :func:`location` makes a UPath of remote URLs only
     return protocol_of(raw) not in ("", *LOCAL_PROTOCOLS)
 
 
 def location(raw: str | os.PathLike[str] | Any) -> Location:
     """A local path as :class:`pathlib.Path` (``file://`` URLs too), a URL as a ``UPath``; an
     unknown protocol or one whose library is missing is a :class:`StorageError` naming the URL."""
-    if isinstance(raw, Path):
+    if isinstance(raw, Path) or _is_upath(raw):
         return raw
-    if not isinstance(raw, (str, os.PathLike)):
-        return raw  # already a UPath
     text = os.fspath(raw)
     protocol = protocol_of(text)
     if not protocol:

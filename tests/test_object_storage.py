@@ -109,6 +109,26 @@ def test_finding_runs_under_a_prefix_is_one_listing(bucket):
     assert [str(p) for p in run_files(bucket.url("logs/m007"))] == [bucket.url(f"logs/m007/{SAMPLES}")]
 
 
+def test_the_gates_find_lmeval_runs_under_a_prefix_without_a_request_per_object(bucket):
+    from clinconsensus_tasks.run_records.facts import gate_runs
+
+    stamp = "2026-01-01T00-00-00.000000"
+    results = json.dumps({"configs": {"clinconsensus": {}}, "results": {}}).encode()
+    objects = {}
+    for i in range(25):
+        objects[f"{bucket.name}/results/m{i:02d}/results_{stamp}.json"] = results
+        objects[f"{bucket.name}/results/m{i:02d}/samples_clinconsensus_{stamp}.jsonl"] = b"{}"
+    bucket.fs.pipe(objects)
+    s3_server.clear_client_caches()
+    bucket.server.reset()
+    readers = gate_runs([bucket.url("results")])
+    assert len(readers) == 25
+    seen = bucket.server.seen()
+    # One listing, then each results file read once (to learn its tasks); no HEAD for the samples beside them.
+    assert len(s3_server.listings(seen)) == 1 and not [r for r in seen if r[0] == "HEAD"], seen
+    assert sorted(r[1] for r in seen if r[0] == "GET" and not r[2]) == sorted(f"/{k}" for k in objects if k.endswith(".json"))
+
+
 def test_plain_summarize_takes_folders_and_urls(bucket, tmp_path, capsys):
     cases = load_cases("sample").cases
     local = tmp_path / "results" / "cand-model" / SAMPLES

@@ -37,8 +37,8 @@ from typing import Any, Mapping
 
 from clinconsensus_tasks.record_files import read_jsonl
 from clinconsensus_tasks.errors import DataValidationError
-from clinconsensus_tasks.log_files import is_file, is_lmeval_samples, read_inspect_log as read_eval
-from clinconsensus_tasks.storage import location, storage_errors
+from clinconsensus_tasks.log_files import is_lmeval_samples, read_inspect_log as read_eval
+from clinconsensus_tasks.storage import is_url, location, storage_errors
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult, item_key
 from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_metric
 from clinconsensus_tasks.scorers.climedbench.metric_table import item_metric_names
@@ -228,7 +228,7 @@ def read_lmeval_samples(path: str | Path) -> ItemLog:
 def read_item_log(path: str | Path) -> ItemLog:
     """An Inspect log (``.eval``/``.json``) or an lm-eval ``samples_*.jsonl`` file, by its name."""
     path = location(path)
-    if not is_file(path):
+    if not is_url(path) and not path.is_file():  # a URL: its one GET says whether it is there (StorageError naming it)
         raise FileNotFoundError(f"no such file: {path}")
     if is_lmeval_samples(path):
         return read_lmeval_samples(path)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from clinconsensus_tasks.errors import DataValidationError
-from clinconsensus_tasks.log_files import is_file, read_inspect_log
-from clinconsensus_tasks.storage import location, open_binary, storage_errors
+from clinconsensus_tasks.log_files import read_inspect_log
+from clinconsensus_tasks.storage import is_url, location, open_binary, storage_errors
 from clinconsensus_tasks.scorers.clinconsensus.answers import visible_answer
 from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER, GradedCase
 
@@ -50,9 +50,10 @@ def _rubrics(meta: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _lmeval_cases(path: Path) -> Iterator[LoggedCase]:
+    name = str(path)  # once: a URL's str() is not free
     with open_binary(path) as handle:  # bytes, decoded per line: a file cut inside a character names its line
         for number, raw in enumerate(handle, start=1):
-            where = f"{path}:{number}"
+            where = f"{name}:{number}"
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -98,7 +99,7 @@ def read_case_records(path: str | Path, skip_errored: bool = False) -> list[Logg
     """Graded cases from an Inspect log or an lm-eval ``--log_samples`` file; an Inspect sample
     without a score is an error unless it errored and ``skip_errored`` (the caller counts those)."""
     path = location(path)
-    if not is_file(path):
+    if not is_url(path) and not path.is_file():  # a URL: its one GET says whether it is there (StorageError naming it)
         raise FileNotFoundError(f"no such log file: {path}")
     with storage_errors(path):
         if path.suffix == ".jsonl":

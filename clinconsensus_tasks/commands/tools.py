@@ -125,6 +125,9 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
         raise ValueError("judge must be 'reference' or 'local'")
     if not 0 <= dev_share < 1:
         raise ValueError("dev_share must lie in [0, 1)")
+    from clinconsensus_tasks.log_files import CLINCONSENSUS, benchmark_logs
+
+    logs = benchmark_logs(logs, CLINCONSENSUS)  # a folder or URL prefix: the ClinConsensus logs in it
     output = output_location(output)  # a local folder or a URL prefix
     make_folder(output)
     seen: set[str] = set()

@@ -197,15 +197,17 @@ def gate_runs(paths: Sequence[str | Path]) -> list[Callable[[], RunFacts]]:
     a reader of its facts: every Inspect log; every lm-eval results file with each of its tasks'
     samples files; a samples file without its results file (a run that did not finish)."""
     files = find_logs(paths)
+    listed = set(files)  # a file the folder listing found needs no request of its own (a URL: no HEAD per object)
+    present = lambda p: p in listed or is_file(p)  # noqa: E731
     readers: list[Callable[[], RunFacts]] = []
     claimed: set[Path] = set()
     for path in files:
         if is_lmeval_results(path):
-            readers += _lmeval_readers(path, claimed)
+            readers += _lmeval_readers(path, claimed, present=present)
     for path in files:  # a samples file named alone: its results file is beside it
         results = path.with_name(f"results_{lmeval_run_key(path)[1]}.json")
-        if is_lmeval_samples(path) and path not in claimed and is_file(results):
-            readers += _lmeval_readers(results, claimed, only=lmeval_task(path))
+        if is_lmeval_samples(path) and path not in claimed and present(results):
+            readers += _lmeval_readers(results, claimed, only=lmeval_task(path), present=present)
     for path in files:
         if is_inspect_log(path, named=True) and not is_lmeval_results(path):
             readers.append(lambda p=path: _inspect_facts(p))
@@ -215,7 +217,8 @@ def gate_runs(paths: Sequence[str | Path]) -> list[Callable[[], RunFacts]]:
     return readers
 
 
-def _lmeval_readers(results: Path, claimed: set[Path], only: str = "") -> list[Callable[[], RunFacts]]:
+def _lmeval_readers(results: Path, claimed: set[Path], only: str = "",
+                    present: Callable[[Path], bool] = is_file) -> list[Callable[[], RunFacts]]:
     """One reader per ClinConsensus task of the results file, and one for all its CliMedBench tasks
     (``only``: that task alone)."""
     try:
@@ -224,7 +227,7 @@ def _lmeval_readers(results: Path, claimed: set[Path], only: str = "") -> list[C
         return [lambda: _lmeval_facts(results, [only or CLINCONSENSUS], {})]
     stamp = results.stem.removeprefix("results_")
     beside = {task: results.with_name(f"samples_{task}_{stamp}.jsonl") for task in tasks}
-    samples = {task: path if is_file(path) else None for task, path in beside.items()}
+    samples = {task: path if present(path) else None for task, path in beside.items()}
     claimed.update(p for p in samples.values() if p is not None)
     groups = [[t] for t in tasks if t.startswith(CLINCONSENSUS)] + [[t for t in tasks if t.startswith(CLIMEDBENCH)]]
     return [lambda g=group: _lmeval_facts(results, g, samples) for group in groups if group]
