@@ -135,6 +135,16 @@ def benchmark_logs(paths: Sequence[str | Path], benchmark: str) -> list[str | Pa
     return out
 
 
+def one_log(path: str | Path, benchmark: str) -> str | Path:
+    """The one log file of ``benchmark`` that ``path`` names, for the commands that read one log
+    (``compare``, ``audit``, ``rescore``): the file as given, or the one such log in a folder or
+    under a URL prefix; none or several is an error naming the folder."""
+    found = benchmark_logs([path], benchmark)
+    if len(found) > 1:
+        raise SeveralRuns(f"{location(path)}: holds {len(found)} {benchmark} logs ({', '.join(map(str, found[:4]))}); name one")
+    return found[0]
+
+
 def _task_of(path: Path, benchmark: str) -> bool:
     """Whether an Inspect log found in a folder is of ``benchmark``'s tasks (another plugin's log is not)."""
     try:

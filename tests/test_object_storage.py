@@ -231,6 +231,14 @@ def test_commands_that_read_each_log_take_urls(bucket, tmp_path, capsys):
     code, here, _ = run_cli(capsys, "compare", str(tmp_path / "results" / "model-a" / SAMPLES),
                             str(tmp_path / "results" / "model-b" / SAMPLES), "--json")
     assert json.loads(remote) == json.loads(here)
+    code, by_folder, err = run_cli(capsys, "compare", f"{root}/model-a", f"{root}/model-b", "--json")  # folders holding one run
+    assert code == 0 and json.loads(by_folder) == json.loads(here), err
+    code, several, err = run_cli(capsys, "compare", root, "--json")
+    assert code == 2 and f"{root}: holds 2 clinconsensus logs" in err
+
+    code, remote_ids, err = run_cli(capsys, "audit", f"{root}/model-a", "--sample-ids", "--share", "0.5")
+    assert code == 0, err
+    assert remote_ids == run_cli(capsys, "audit", str(tmp_path / "results" / "model-a"), "--sample-ids", "--share", "0.5")[1]
 
 
 # -- outputs to URLs ---------------------------------------------------------------------------------
