@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -345,4 +344,42 @@ def test_lmeval_output_folder_uploaded_to_a_bucket(fake_server, bucket, tmp_path
     assert _without(out, root) == _without(local_out, local_root)
     assert _without(bucket.fs.cat(f"{bucket.name}/reports/junit.xml").decode(), root) == \
         _without((tmp_path / "junit.xml").read_text(encoding="utf-8"), local_root)
-    assert isinstance(Path, type)
+
+
+@pytest.mark.slow
+def test_climedbench_runs_in_a_bucket_robustness_and_report_baseline(fake_server, bucket, tmp_path, capsys):
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.climedbench.inspect_task import climedbench
+
+    for name, variant, model in (("clean", "clean", "cand-model"), ("perturbed", "perturbed", "cand-model"),
+                                 ("other", "clean", "examinee-2")):
+        log = inspect_eval(climedbench(scenarios="ID1,BKT,SSO", variant=variant), model=f"openai-api/cand/{model}",
+                           log_dir=bucket.url(f"cmb/{name}"), display="none")[0]
+        assert log.status == "success", log.error
+    bucket.fs.get(f"{bucket.name}/cmb", str(tmp_path / "cmb"), recursive=True)
+    root, local_root = bucket.url("cmb"), str(tmp_path / "cmb")
+
+    code, remote, err = run_cli(capsys, "robustness", f"{root}/clean", f"{root}/perturbed", "--json")
+    assert code == 0, err
+    code, here, _ = run_cli(capsys, "robustness", f"{local_root}/clean", f"{local_root}/perturbed", "--json")
+    assert code == 0 and json.loads(remote)["drops"] == json.loads(here)["drops"]
+
+    code, out, err = run_cli(capsys, "report", root, "--baseline", f"{root}/clean", "--output", bucket.url("reports/r.html"))
+    assert code == 0, err
+    assert run_cli(capsys, "report", local_root, "--baseline", f"{local_root}/clean", "--output", str(tmp_path / "r" / "r.html"))[0] == 0
+    remote_md = bucket.fs.cat(f"{bucket.name}/reports/report.md").decode("utf-8")
+    local_md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert "Against the baseline" in remote_md
+    assert _without(remote_md, root) == _without(local_md, local_root)
+
+    # cat calibrate: runs at URLs (folders), the bank written to a URL.
+    code, _, err = run_cli(capsys, "cat", "calibrate", f"{root}/clean", f"{root}/other", "--irt-model", "1PL",
+                           "--output", bucket.url("banks/bank.json"))
+    assert code == 0, err
+    assert run_cli(capsys, "cat", "calibrate", f"{local_root}/clean", f"{local_root}/other", "--irt-model", "1PL",
+                   "--output", str(tmp_path / "bank.json"))[0] == 0
+    remote_bank = json.loads(bucket.fs.cat(f"{bucket.name}/banks/bank.json"))
+    local_bank = json.loads((tmp_path / "bank.json").read_text(encoding="utf-8"))
+    assert remote_bank["items"] == local_bank["items"]
+    assert [s["sha256"] for s in remote_bank["provenance"]["sources"]] == [s["sha256"] for s in local_bank["provenance"]["sources"]]
