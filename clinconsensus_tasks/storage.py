@@ -32,6 +32,9 @@ from clinconsensus_tasks.errors import StorageError
 PROTOCOL_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs",
                      "abfss": "adlfs", "adl": "adlfs", "hf": "huggingface_hub", "sftp": "paramiko", "ssh": "paramiko"}
 LOCAL_PROTOCOLS = ("file", "local")
+# Packages whose exceptions are a store's answer (or its absence), not a bug of ours: an unreachable
+# endpoint (botocore's EndpointConnectionError), no credentials found (NoCredentialsError) ...
+BACKEND_PACKAGES = ("botocore", "aiobotocore", "s3fs", "gcsfs", "google", "adlfs", "azure", "aiohttp", "fsspec")
 
 Location = Union[Path, Any]  # a pathlib.Path, or a upath.UPath for a URL
 
@@ -96,6 +99,12 @@ def describe(where: str, exc: BaseException) -> str:
         return (f"{where}: the store refused access ({text}); check the credentials its standard chain finds (for S3: "
                 "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, an instance role; AWS_ENDPOINT_URL for an "
                 "S3-compatible store)")
+    kind = type(exc).__name__
+    if kind in ("EndpointConnectionError", "ConnectTimeoutError", "ConnectionClosedError", "ClientConnectorError"):
+        return (f"{where}: could not connect to the store ({text}); check the endpoint (AWS_ENDPOINT_URL for an "
+                "S3-compatible store) and the network")
+    if kind in ("NoCredentialsError", "PartialCredentialsError", "DefaultCredentialsError"):
+        return f"{where}: no credentials found in the store's standard chain ({text})"
     if isinstance(exc, FileNotFoundError) and "bucket" in text.lower():
         return f"{where}: the bucket does not exist ({text})"
     if isinstance(exc, FileNotFoundError):
@@ -124,6 +133,10 @@ def storage_errors(where: str | os.PathLike[str] | Any) -> Iterator[None]:
         raise StorageError(describe(str(where), exc)) from exc
     except ValueError as exc:
         if not _unknown_protocol(exc):
+            raise
+        raise StorageError(describe(str(where), exc)) from exc
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] not in BACKEND_PACKAGES:
             raise
         raise StorageError(describe(str(where), exc)) from exc
 

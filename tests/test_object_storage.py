@@ -180,6 +180,30 @@ def test_refused_credentials_name_the_url_and_print_no_secret(bucket, capsys):
             assert s3_server.ENVIRONMENT["AWS_ACCESS_KEY_ID"] not in out + err
 
 
+def test_an_unreachable_endpoint_or_no_credentials_name_the_url(monkeypatch, capsys):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # botocore asks once (its retries would only slow the test)
+    for name, value in s3_server.ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    s3_server.clear_client_caches()
+    code, _, err = run_cli(capsys, "summarize", "s3://evals/logs")
+    assert code == 2 and "s3://evals/logs: could not connect to the store" in err, err
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role to ask
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    s3_server.clear_client_caches()
+    code, _, err = run_cli(capsys, "summarize", "s3://evals/logs")
+    assert code == 2 and "s3://evals/logs: no credentials found" in err, err
+    s3_server.clear_client_caches()
+
+
 def test_objects_cut_short_name_the_url(bucket, capsys):
     text = samples_text(load_cases("sample").cases)
     bucket.fs.pipe(f"{bucket.name}/cut/m/{SAMPLES}", text.encode()[: len(text.encode()) // 2])
