@@ -7,11 +7,14 @@ fsspec ``put`` of an lm-eval output folder) and Inspect's own log writer (``--lo
 The credentials are dummies from the environment (botocore's standard chain); the model and the
 judge are the project's stand-in server (``fake_server``), as in the framework tests.
 
-Fast tests: finding runs under a prefix (one listing), the bad inputs (no bucket, refused
-credentials, a prefix without runs, an object cut short, a protocol without its library), and
-outputs written to URLs. Slow tests: a real ``inspect eval`` and a real lm-eval run into the bucket,
-then ``summarize`` (plain and ``--strict``) and ``report --output s3://...`` on the URLs, each
-compared with the same commands on a local copy of the same files.
+Fast tests: finding runs under a prefix (one listing, counted at the server), the bad inputs (no
+bucket, refused credentials, an endpoint that does not answer, no credentials, a prefix without
+runs, an object cut short, a protocol without its library), the commands that read one log at a
+time, and outputs written to URLs. Slow tests: a real ``inspect eval`` and a real lm-eval run into
+the bucket, then ``summarize`` (plain and ``--strict``), ``report --output s3://...`` and
+``compare-models --junit s3://...`` on the URLs; CliMedBench runs for ``robustness``, ``report
+--baseline`` and ``cat calibrate``: each compared with the same command on a local copy of the
+same files.
 """
 
 from __future__ import annotations
@@ -21,14 +24,11 @@ import uuid
 from dataclasses import dataclass
 
 import pytest
+import s3fs
 
+import s3_server  # moto[server], in the test extra: missing, these tests fail rather than skip
 from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
-
-s3fs = pytest.importorskip("s3fs")
-pytest.importorskip("moto.server", reason='pip install "moto[server]" (test extra)')
-
-import s3_server  # noqa: E402  (after the skips: it imports moto)
 
 
 @dataclass
