@@ -28,3 +28,7 @@ class DataValidationError(ClinConsensusError):
 class ConfigurationError(ClinConsensusError):
     """A setting the run needs is missing or wrong."""
 
+
+class StorageError(ClinConsensusError):
+    """A remote location (``s3://``, ``gs://`` ...) could not be read or written: the message names
+    the URL and says why (no such bucket, access refused, the protocol's library not installed)."""

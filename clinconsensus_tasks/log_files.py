@@ -8,6 +8,11 @@ items is the benchmark's reader (``clinconsensus.logs``, ``climedbench.logs``).
 The files: Inspect logs (``.eval``, or ``.json`` named ``<timestamp>_...`` as Inspect names them;
 a ``.json`` named on the command line is taken as an Inspect log whatever its name), lm-eval
 ``samples_<task>_<timestamp>.jsonl`` (``--log_samples``) and ``results_<timestamp>.json``.
+
+Where: local paths and URLs alike (``s3://bucket/prefix``, ``gs://``, ``az://``, ``file://``; see
+``clinconsensus_tasks.storage``). A local path is a :class:`pathlib.Path` as it always was; a URL
+is a ``UPath`` with the same interface, found by ONE listing of its prefix (never a request per
+object), so every reader downstream opens either the same way.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 from typing import Sequence
 
 from clinconsensus_tasks.errors import ClinConsensusError
+from clinconsensus_tasks.storage import is_remote_file, is_url, listing, location, remote_child, storage_errors
 
 CLINCONSENSUS, CLIMEDBENCH = "clinconsensus", "climedbench"
 BENCHMARKS = (CLINCONSENSUS, CLIMEDBENCH)
@@ -26,6 +32,10 @@ INSPECT_JSON = re.compile(r"^\d{4}-\d{2}-\d{2}T")
 
 class SeveralRuns(ClinConsensusError):
     """A folder given as one run holds the logs of several runs."""
+
+
+class UnreadableLog(ClinConsensusError, ValueError):
+    """An Inspect log that Inspect's reader cannot read (cut short, still being written, not a log)."""
 
 
 def is_lmeval_samples(path: Path, benchmark: str | None = None) -> bool:
@@ -65,11 +75,14 @@ def lmeval_run_key(path: Path) -> tuple[Path, str]:
 
 def find_logs(paths: Sequence[str | Path]) -> list[Path]:
     """Files named, and in folders the log files they hold (recursively, sorted); anything else in
-    a folder is left alone. A folder without any is an error, as is a path that does not exist."""
+    a folder is left alone. A folder without any is an error, as is a path that does not exist.
+    URLs alike: a URL naming an object is a file, one naming a prefix a folder (one listing)."""
     out: list[Path] = []
     for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
+        path = location(raw)
+        if is_url(path):
+            out += _find_remote(path)
+        elif path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and is_log(p))
             if not found:
                 raise FileNotFoundError(f"no Inspect logs or lm-eval samples/results files in the folder {path}")
@@ -81,11 +94,90 @@ def find_logs(paths: Sequence[str | Path]) -> list[Path]:
     return out
 
 
-def inspect_task(path: Path) -> str:
-    """The task name an Inspect log records, without the package (``clinconsensus``)."""
+def _remote_objects(path) -> tuple[bool, list]:
+    """(whether the URL names one object, the log objects under it) from one listing of its prefix."""
+    found = listing(path)
+    own = path.fs.unstrip_protocol(path.path)
+    if list(found) == [own]:
+        return True, [path]
+    if not found:
+        raise FileNotFoundError(f"no such log file or folder: {path} (nothing stored at that URL or under that prefix)")
+    return False, [remote_child(path, url) for url in sorted(found) if url != own and is_log(remote_child(path, url))]
+
+
+def _find_remote(path) -> list:
+    single, found = _remote_objects(path)
+    if not single and not found:
+        raise FileNotFoundError(f"no Inspect logs or lm-eval samples/results files in the folder {path}")
+    return found
+
+
+def is_file(path) -> bool:
+    """Whether ``path`` (a Path, or a UPath from :func:`storage.location`) is a file (an object)."""
+    return is_remote_file(path) if is_url(path) else path.is_file()
+
+
+def benchmark_logs(paths: Sequence[str | Path], benchmark: str) -> list[str | Path]:
+    """``paths`` with each folder (or URL prefix) replaced by the logs of ``benchmark`` it holds
+    (Inspect logs of its tasks, its lm-eval samples files; not results files), for the commands
+    that read each log on its own (``summarize``, ``export-official``, ``export-sft``). A file
+    named stays as it was given."""
+    out: list[str | Path] = []
+    for raw in paths:
+        found = find_logs([raw])
+        if len(found) == 1 and _names_file(raw, found[0]):
+            out.append(raw)
+            continue
+        mine = [p for p in found if is_lmeval_samples(p, benchmark) or (is_inspect_log(p) and _task_of(p, benchmark))]
+        if not mine:
+            raise FileNotFoundError(f"no {benchmark} Inspect logs or lm-eval samples_{benchmark}*.jsonl files in {location(raw)}")
+        out += mine
+    return out
+
+
+def one_log(path: str | Path, benchmark: str) -> str | Path:
+    """The one log file of ``benchmark`` that ``path`` names, for the commands that read one log
+    (``compare``, ``audit``, ``rescore``): the file as given, or the one such log in a folder or
+    under a URL prefix; none or several is an error naming the folder."""
+    found = benchmark_logs([path], benchmark)
+    if len(found) > 1:
+        raise SeveralRuns(f"{location(path)}: holds {len(found)} {benchmark} logs ({', '.join(map(str, found[:4]))}); name one")
+    return found[0]
+
+
+def _task_of(path: Path, benchmark: str) -> bool:
+    """Whether an Inspect log found in a folder is of ``benchmark``'s tasks (another plugin's log is not)."""
+    try:
+        return benchmark_of(path) == benchmark
+    except UnreadableLog:
+        raise
+    except ClinConsensusError:
+        return False
+
+
+def _names_file(raw: str | Path, found: Path) -> bool:
+    """Whether the argument ``raw`` named the file ``found`` itself (not a folder holding it)."""
+    return str(location(raw)).rstrip("/") == str(found).rstrip("/")
+
+
+def read_inspect_log(path: Path, header_only: bool = False):
+    """An Inspect log read by Inspect's own reader (which takes URLs too); a log it cannot read
+    (an object cut short, a file still being written) is an :class:`UnreadableLog` naming it."""
+    import zipfile
+
     from inspect_ai.log import read_eval_log
 
-    return read_eval_log(str(path), header_only=True).eval.task.rsplit("/", 1)[-1]
+    with storage_errors(path):
+        try:
+            return read_eval_log(str(path), header_only=header_only)
+        except (ValueError, zipfile.BadZipFile, EOFError) as exc:
+            raise UnreadableLog(f"{path}: not a readable Inspect log ({type(exc).__name__}: {str(exc)[:300]}); cut short, "
+                                "or still being written?") from exc
+
+
+def inspect_task(path: Path) -> str:
+    """The task name an Inspect log records, without the package (``clinconsensus``)."""
+    return read_inspect_log(path, header_only=True).eval.task.rsplit("/", 1)[-1]
 
 
 def benchmark_of(path: Path) -> str:
@@ -101,12 +193,17 @@ def run_files(path: str | Path) -> list[Path]:
     """The log file(s) of ONE run: the file itself, or the one Inspect log or the lm-eval samples
     files of one call in a folder (an lm-eval CliMedBench run writes one file per scenario).
     :class:`SeveralRuns` when the folder holds more than one run."""
-    path = Path(path)
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise FileNotFoundError(f"no such log file or folder: {path}")
-    logs = find_logs([path]) if any(p.is_file() and is_log(p) for p in path.rglob("*")) else []
+    path = location(path)
+    if is_url(path):
+        single, logs = _remote_objects(path)
+        if single:
+            return logs
+    else:
+        if path.is_file():
+            return [path]
+        if not path.is_dir():
+            raise FileNotFoundError(f"no such log file or folder: {path}")
+        logs = find_logs([path]) if any(p.is_file() and is_log(p) for p in path.rglob("*")) else []
     inspect_logs = [p for p in logs if is_inspect_log(p)]
     samples = [p for p in logs if p.suffix == ".jsonl"]
     if not inspect_logs and not samples:

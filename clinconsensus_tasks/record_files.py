@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from clinconsensus_tasks.errors import DataValidationError
+from clinconsensus_tasks.storage import open_binary
 
 
 def read_jsonl(path: Path) -> list[tuple[str, Any]]:
@@ -21,7 +22,7 @@ def read_jsonl(path: Path) -> list[tuple[str, Any]]:
     """
     records: list[tuple[str, Any]] = []
     problems: list[str] = []
-    with path.open("rb") as handle:
+    with open_binary(path) as handle:  # a local file, or the object a URL names (one request)
         for number, raw in enumerate(handle, start=1):
             try:
                 line = raw.decode("utf-8-sig" if number == 1 else "utf-8")

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # installed as clinconsensus_tasks.scorers). Keep in step with docs/architecture.md.
 LAYERS: list[tuple[str, set[str]]] = [
     ("core", {"scorers"}),
-    ("base", {"errors", "settings_table", "record_files", "log_files", "text_checks", "generation", "inspect_compat",
+    ("base", {"errors", "settings_table", "record_files", "log_files", "storage", "text_checks", "generation", "inspect_compat",
               "lmeval_glue", "lmeval_run_check", "data", "task_configs"}),
     ("judge", {"judge"}),
     ("benchmarks", {"clinconsensus", "climedbench"}),

@@ -25,7 +25,8 @@ from typing import Any, Iterable, Iterator, Sequence
 from clinconsensus_tasks.adaptive.engine import AdaptiveSession, ItemBank, build_response_matrix, calibrate_bank
 from clinconsensus_tasks.climedbench.dataset import load_scenario
 from clinconsensus_tasks.climedbench.logs import read_item_log
-from clinconsensus_tasks.log_files import is_lmeval_samples
+from clinconsensus_tasks.log_files import CLIMEDBENCH, benchmark_logs, is_file, is_lmeval_samples
+from clinconsensus_tasks.storage import location, storage_errors
 from clinconsensus_tasks.errors import ConfigurationError, DataValidationError
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult, item_key, score_item
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt
@@ -61,30 +62,38 @@ def _synthetic_items(path: Path) -> Iterator[tuple[str, str, str, float | None]]
 def read_item_results(paths: Sequence[str]) -> list[tuple[str, str, str, float | None]]:
     """(model, item, metric, value) from Inspect logs, lm-eval sample files and synthesize output."""
     records = []
-    for p in map(Path, paths):
-        if not p.is_file():
+    for p in map(location, paths):
+        if not is_file(p):
             raise FileNotFoundError(f"no such file: {p}")
         if p.suffix in (".eval", ".json") or is_lmeval_samples(p):
             records += list(_logged_items(p))
         elif p.suffix == ".jsonl":
-            records += list(_synthetic_items(p))
+            with storage_errors(p):
+                records += list(_synthetic_items(p))
         else:
             raise ValueError(f"{p}: expected an Inspect log, an lm-eval samples_*.jsonl file or synthesize records")
     return records
 
 
 def calibrate(paths: Sequence[str], output: str | Path, model: str = "3PL") -> ItemBank:
+    paths = benchmark_logs(paths, CLIMEDBENCH)  # a folder or URL prefix: the CliMedBench logs in it
     records = read_item_results(paths)
     models, items, matrix = build_response_matrix(records)
     if len(models) < 2:
         raise DataValidationError([f"calibration needs results of at least two models (or synthetic examinees), found {len(models)}"])
     provenance = {
-        "sources": [{"path": str(p), "sha256": hashlib.sha256(Path(p).read_bytes()).hexdigest()} for p in paths],
+        "sources": [{"path": str(p), "sha256": _sha256(p)} for p in paths],
         "models": models,
     }
     bank = calibrate_bank(matrix, items, [i.split(":", 1)[0] for i in items], model=model, provenance=provenance)
     bank.save(output)
     return bank
+
+
+def _sha256(path: str | Path) -> str:
+    where = location(path)
+    with storage_errors(where):
+        return hashlib.sha256(where.read_bytes()).hexdigest()
 
 
 # -- asking one model ------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from clinconsensus_tasks.errors import DataValidationError
 from clinconsensus_tasks.scorers import irt
 from clinconsensus_tasks.scorers.climedbench.scenarios import CHOICE, SCENARIOS
 from clinconsensus_tasks.scorers.irt import DICHOTOMY_THRESHOLDS, dichotomize
+from clinconsensus_tasks.storage import location, output_location, storage_errors, write_text
 
 BANK_FORMAT = "clinconsensus-cat-bank"
 BANK_VERSION = 1
@@ -116,12 +117,12 @@ class ItemBank:
 
     def save(self, path: str | Path) -> Path:
         """Write the bank as JSON (one item per line, floats exactly round-tripped)."""
-        path = Path(path)
+        path = output_location(path)  # a local file or a URL
         data = self.to_dict()
         items = data.pop("items")
         head = json.dumps(data, ensure_ascii=False, indent=1)
         body = ",\n".join("  " + json.dumps(item, ensure_ascii=False) for item in items)
-        path.write_text(head[:-2] + ',\n "items": [\n' + body + "\n ]\n}\n", encoding="utf-8")
+        write_text(path, head[:-2] + ',\n "items": [\n' + body + "\n ]\n}\n")
         return path
 
     @classmethod
@@ -199,9 +200,10 @@ class ItemBank:
     @classmethod
     def load(cls, path: str | Path) -> "ItemBank":
         """Read a bank written by :meth:`save`; raises :class:`ItemBankError` naming file and field."""
-        path = Path(path)
+        path = location(path)  # a local file or a URL
         try:
-            text = path.read_text(encoding="utf-8")
+            with storage_errors(path):
+                text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ItemBankError([f"{path}: cannot read the file ({exc.strerror or exc})"]) from exc
         try:

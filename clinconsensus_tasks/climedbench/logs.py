@@ -37,7 +37,8 @@ from typing import Any, Mapping
 
 from clinconsensus_tasks.record_files import read_jsonl
 from clinconsensus_tasks.errors import DataValidationError
-from clinconsensus_tasks.log_files import is_lmeval_samples
+from clinconsensus_tasks.log_files import is_lmeval_samples, read_inspect_log as read_eval
+from clinconsensus_tasks.storage import is_url, location, storage_errors
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult, item_key
 from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_metric
 from clinconsensus_tasks.scorers.climedbench.metric_table import item_metric_names
@@ -178,10 +179,8 @@ def _lmeval_answer(sample: Mapping[str, Any], code: str, variant: str) -> tuple[
 
 def read_inspect_log(path: str | Path) -> ItemLog:
     """Every sample of an Inspect CliMedBench log (all epochs)."""
-    from inspect_ai.log import read_eval_log
-
-    path = Path(path)
-    log = read_eval_log(str(path))
+    path = location(path)
+    log = read_eval(path)
     out = ItemLog(str(path), log.eval.model, "inspect")
     for sample in log.samples or []:
         meta = sample.metadata or {}
@@ -206,9 +205,11 @@ def read_lmeval_samples(path: str | Path) -> ItemLog:
 
     lm-eval writes ``<output_path>/<model>/samples_<task>_<time>.jsonl``: the folder names the model.
     """
-    path = Path(path)
+    path = location(path)
     out = ItemLog(str(path), path.parent.name, "lm-eval")
-    for where, sample in read_jsonl(path):  # invalid JSON: an error naming file and line
+    with storage_errors(path):
+        records = read_jsonl(path)
+    for where, sample in records:  # invalid JSON: an error naming file and line
         try:
             result = from_lmeval_sample(sample, where)
             item = json.loads(sample["doc"].get("item_json") or "null")
@@ -226,8 +227,8 @@ def read_lmeval_samples(path: str | Path) -> ItemLog:
 
 def read_item_log(path: str | Path) -> ItemLog:
     """An Inspect log (``.eval``/``.json``) or an lm-eval ``samples_*.jsonl`` file, by its name."""
-    path = Path(path)
-    if not path.is_file():
+    path = location(path)
+    if not is_url(path) and not path.is_file():  # a URL: its one GET says whether it is there (StorageError naming it)
         raise FileNotFoundError(f"no such file: {path}")
     if is_lmeval_samples(path):
         return read_lmeval_samples(path)

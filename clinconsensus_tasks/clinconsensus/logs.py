@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from clinconsensus_tasks.errors import DataValidationError
+from clinconsensus_tasks.log_files import read_inspect_log
+from clinconsensus_tasks.storage import is_url, location, open_binary, storage_errors
 from clinconsensus_tasks.scorers.clinconsensus.answers import visible_answer
 from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER, GradedCase
 
@@ -48,11 +50,16 @@ def _rubrics(meta: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _lmeval_cases(path: Path) -> Iterator[LoggedCase]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    name = str(path)  # once: a URL's str() is not free
+    with open_binary(path) as handle:  # bytes, decoded per line: a file cut inside a character names its line
+        for number, raw in enumerate(handle, start=1):
+            where = f"{name}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataValidationError([f"{where}: not UTF-8 text (byte {exc.start + 1} of the line; a file cut short?)"]) from exc
             if not line.strip():
                 continue
-            where = f"{path}:{number}"
             try:
                 sample = json.loads(line)
                 doc = sample["doc"]
@@ -70,9 +77,7 @@ def _lmeval_cases(path: Path) -> Iterator[LoggedCase]:
 
 
 def _inspect_cases(path: Path, skip_errored: bool = False) -> Iterator[LoggedCase]:
-    from inspect_ai.log import read_eval_log
-
-    log = read_eval_log(str(path))
+    log = read_inspect_log(path)
     for sample in log.samples or []:
         score = (sample.scores or {}).get(INSPECT_SCORER)
         where = f"{path}: sample {sample.id!r} (epoch {sample.epoch})"
@@ -93,11 +98,12 @@ def _inspect_cases(path: Path, skip_errored: bool = False) -> Iterator[LoggedCas
 def read_case_records(path: str | Path, skip_errored: bool = False) -> list[LoggedCase]:
     """Graded cases from an Inspect log or an lm-eval ``--log_samples`` file; an Inspect sample
     without a score is an error unless it errored and ``skip_errored`` (the caller counts those)."""
-    path = Path(path)
-    if not path.is_file():
+    path = location(path)
+    if not is_url(path) and not path.is_file():  # a URL: its one GET says whether it is there (StorageError naming it)
         raise FileNotFoundError(f"no such log file: {path}")
-    if path.suffix == ".jsonl":
-        return list(_lmeval_cases(path))
-    if path.suffix in (".eval", ".json"):
-        return list(_inspect_cases(path, skip_errored))
+    with storage_errors(path):
+        if path.suffix == ".jsonl":
+            return list(_lmeval_cases(path))
+        if path.suffix in (".eval", ".json"):
+            return list(_inspect_cases(path, skip_errored))
     raise ValueError(f"{path}: expected an Inspect log (.eval/.json) or an lm-eval samples file (.jsonl)")

@@ -18,6 +18,8 @@ from typing import Any, Sequence
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
 from clinconsensus_tasks.errors import DataValidationError
+from clinconsensus_tasks.log_files import CLINCONSENSUS, benchmark_logs
+from clinconsensus_tasks.storage import location, make_folder, output_location, write_text
 
 JUDGE_FILE_SUFFIX = "_judge.json"
 
@@ -26,9 +28,9 @@ def run_name(path: Path) -> str:
     """The model name of a run, for its file name: the Inspect log's model, or for an lm-eval
     samples file the folder lm-eval wrote it in (named after the model)."""
     if path.suffix in (".eval", ".json"):
-        from inspect_ai.log import read_eval_log
+        from clinconsensus_tasks.log_files import read_inspect_log
 
-        name = read_eval_log(str(path), header_only=True).eval.model
+        name = read_inspect_log(path, header_only=True).eval.model
     else:
         name = path.parent.name or path.stem
     return re.sub(r"[^\w.-]+", "_", name).strip("_") or path.stem
@@ -77,20 +79,20 @@ def export_official(
     every one of its cases must have verdicts; without it, the run's own order is kept.
     """
     order = [c.case_id for c in load_cases(data, n_criteria).cases] if data else None
-    output = Path(output)
+    output = output_location(output)  # a local folder or a URL prefix
     planned: dict[Path, Path] = {}
-    for path in map(Path, paths):
+    for path in map(location, benchmark_logs(paths, CLINCONSENSUS)):
         target = output / f"{run_name(path)}{JUDGE_FILE_SUFFIX}"
         if target in planned:
             raise DataValidationError([f"{path} and {planned[target]} would both be written to {target}: "
                                        "export them to different folders"])
         planned[target] = path
     exports = {target: official_entries(path, epoch, order) for target, path in planned.items()}  # all checked first
-    output.mkdir(parents=True, exist_ok=True)
+    make_folder(output)
     written = []
     for target, entries in exports.items():
         path = planned[target]
-        target.write_text(json.dumps(entries, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        write_text(target, json.dumps(entries, ensure_ascii=False, indent=1) + "\n")
         failed = sum(1 for e in entries for c in e["criteria_results"] if c["criteria_met"] is None)
         written.append({"run": str(path), "file": str(target), "cases": len(entries), "failed_judgments": failed})
     return written

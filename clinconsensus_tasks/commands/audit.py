@@ -99,7 +99,10 @@ def add_arguments(parser: Any) -> None:
 def main(args: Any) -> int:
     """The API judge's settings are read only by a run that calls the judge."""
     from clinconsensus_tasks.commands.arguments import judge_settings
+    from clinconsensus_tasks.log_files import CLINCONSENSUS, one_log
 
+    args.log = one_log(args.log, CLINCONSENSUS)  # a folder or URL prefix holding one run: its log
+    args.official = args.official and one_log(args.official, CLINCONSENSUS)
     if args.sample_ids:
         print(",".join(sample_ids(args.log, args.share, args.seed)))
         return 0

@@ -10,7 +10,7 @@ from clinconsensus_tasks.commands.tables import format_table
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("reference", help="Inspect log or lm-eval samples file (the reference judge)")
+    p.add_argument("reference", help="Inspect log or lm-eval samples file (the reference judge), or a folder or URL holding one")
     p.add_argument("other", nargs="?", help="a second log of the same answers (another judge or judge mode); "
                                            "default: the second judge of a dual-judge reference log")
     add_thresholds(p)
@@ -20,8 +20,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.commands.tools import compare_logs
+    from clinconsensus_tasks.log_files import CLINCONSENSUS, one_log
 
-    report = compare_logs(args.reference, args.other, args.thresholds, args.n_criteria)
+    other = None if args.other is None else one_log(args.other, CLINCONSENSUS)
+    report = compare_logs(one_log(args.reference, CLINCONSENSUS), other, args.thresholds, args.n_criteria)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:

@@ -10,7 +10,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES,
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("log", help="Inspect log (.eval/.json) or lm-eval samples file (.jsonl)")
+    p.add_argument("log", help="Inspect log (.eval/.json) or lm-eval samples file (.jsonl), or a folder or URL holding one")
     p.add_argument("--output", required=True, help="the new log, of the same kind")
     p.add_argument("--judge-mode", choices=JUDGE_MODES, default=PER_CRITERION, help="one judge call per criterion, or one per case")
     p.add_argument("--judge-base-url", help="OpenAI-compatible judge endpoint; default $CLINCONSENSUS_JUDGE_BASE_URL")
@@ -23,7 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.commands.tools import rescore
+    from clinconsensus_tasks.log_files import CLINCONSENSUS, one_log
 
-    metrics = rescore(args.log, args.output, judge_settings(args), args.judge_mode)
+    metrics = rescore(one_log(args.log, CLINCONSENSUS), args.output, judge_settings(args), args.judge_mode)
     print(json.dumps({"output": args.output, **metrics}, ensure_ascii=False, indent=2))
     return 0

@@ -12,7 +12,8 @@ from clinconsensus_tasks.commands.tables import format_table, number
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("logs", nargs="+", help="Inspect .eval/.json logs or lm-eval samples_clinconsensus_*.jsonl files")
+    p.add_argument("logs", nargs="+", help="Inspect .eval/.json logs or lm-eval samples_clinconsensus_*.jsonl files, or folders "
+                                        "holding them (an Inspect log dir, an lm-eval output dir); local paths or URLs (s3://...)")
     add_thresholds(p)
     p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case, N")
     p.add_argument("--percent", action="store_true", help="print metrics in percent instead of fractions (the frameworks' scale)")
@@ -63,7 +64,9 @@ def main(args: argparse.Namespace) -> int:
     prices = parse_prices(args.prices)
     report = {}
     all_records = {}
-    for path in args.logs:
+    from clinconsensus_tasks.log_files import CLINCONSENSUS, benchmark_logs
+
+    for path in map(str, benchmark_logs(args.logs, CLINCONSENSUS)):  # a folder: the ClinConsensus logs it holds
         records = all_records[path] = read_case_records(path)
         rows = [r.graded.result() for r in records]
         report[path] = {

@@ -23,6 +23,7 @@ from clinconsensus_tasks.scorers.agreement import Confusion, verdict_report
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, per_criterion_messages
+from clinconsensus_tasks.storage import location, make_folder, output_location, storage_errors, write_text
 
 # -- comparing two sets of verdicts ----------------------------------------------------------------
 
@@ -46,7 +47,9 @@ def read_labels(path: str | Path) -> dict[tuple[str, str], bool]:
 
     labels: dict[tuple[str, str], bool] = {}
     problems = []
-    for where, record in read_jsonl(Path(path)):
+    with storage_errors(path):
+        labelled = read_jsonl(location(path))
+    for where, record in labelled:
         if not isinstance(record, dict):
             problems.append(f"{where}: expected a JSON object")
             continue
@@ -122,8 +125,11 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
         raise ValueError("judge must be 'reference' or 'local'")
     if not 0 <= dev_share < 1:
         raise ValueError("dev_share must lie in [0, 1)")
-    output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
+    from clinconsensus_tasks.log_files import CLINCONSENSUS, benchmark_logs
+
+    logs = benchmark_logs(logs, CLINCONSENSUS)  # a folder or URL prefix: the ClinConsensus logs in it
+    output = output_location(output)  # a local folder or a URL prefix
+    make_folder(output)
     seen: set[str] = set()
     splits: dict[str, list[str]] = {"train": [], "dev": []}
     cases: dict[str, set[str]] = {"train": set(), "dev": set()}
@@ -159,23 +165,30 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
                 cases[split].add(case_id)
     files = {}
     for split, lines in splits.items():
-        path = output / f"{split}.jsonl"
-        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        files[split] = {"path": str(path), "records": len(lines), "cases": len(cases[split]), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+        path, text = output / f"{split}.jsonl", "".join(line + "\n" for line in lines)
+        write_text(path, text)
+        files[split] = {"path": str(path), "records": len(lines), "cases": len(cases[split]), "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
     manifest = {
         "format": "chat messages (the per-criterion judge prompt each case was judged with, then the verdict JSON)",
         "judge_prompts": sorted({f"{name} sha256 {sha}" for name, sha in templates}),
         "judge": judge,
         "judge_models": sorted(j for j in judges if j),
-        "sources": [{"path": str(p), "sha256": hashlib.sha256(Path(p).read_bytes()).hexdigest()} for p in logs],
+        "sources": [{"path": str(p), "sha256": _sha256(p)} for p in logs],
         "dev_share": dev_share,
         "seed": seed,
         "files": files,
         "skipped_failed_judgments": skipped,
         "duplicates_dropped": duplicates,
     }
-    (output / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    write_text(output / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=2) + "\n")
     return manifest
+
+
+def _sha256(path: str | Path) -> str:
+    """The sha256 of a local file or of the object a URL names."""
+    where = location(path)
+    with storage_errors(where):
+        return hashlib.sha256(where.read_bytes()).hexdigest()
 
 
 def judged_with(record: LoggedCase, templates: dict[tuple[str, str], Any]) -> Any:
@@ -229,12 +242,14 @@ def rescore(log: str, output: str | Path, settings: Any, mode: str = PER_CRITERI
     records = read_case_records(log)
     fresh = asyncio.run(regrade(records, settings, mode, template))
     enforce_failure_policy(fresh, settings)
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    if Path(log).suffix == ".jsonl":
-        _write_lmeval(Path(log), output, fresh)
-    else:
-        _write_inspect(Path(log), output, fresh, settings.model, mode)
+    output = output_location(output)  # a local file or a URL
+    make_folder(output.parent)
+    source = location(log)
+    with storage_errors(source):
+        if source.suffix == ".jsonl":
+            _write_lmeval(source, output, fresh)
+        else:
+            _write_inspect(source, output, fresh, settings.model, mode)
     metrics = summarize([r.result() for r in fresh])
     metrics.pop("cases")
     return metrics
@@ -244,23 +259,26 @@ def _write_lmeval(source: Path, output: Path, fresh: list[GradedCase]) -> None:
     from clinconsensus_tasks.clinconsensus.lmeval_task import process_results
 
     lines = [line for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
-    with output.open("w", encoding="utf-8") as handle:
-        for line, record in zip(lines, fresh):
-            sample = json.loads(line)
-            sample["filtered_resps"] = [json.dumps(record.to_dict(), ensure_ascii=False)]
-            for key, value in process_results(sample["doc"], sample["filtered_resps"]).items():
-                sample[key] = value
-            handle.write(json.dumps(sample, ensure_ascii=False) + "\n")
+    out = []
+    for line, record in zip(lines, fresh):
+        sample = json.loads(line)
+        sample["filtered_resps"] = [json.dumps(record.to_dict(), ensure_ascii=False)]
+        for key, value in process_results(sample["doc"], sample["filtered_resps"]).items():
+            sample[key] = value
+        out.append(json.dumps(sample, ensure_ascii=False) + "\n")
+    write_text(output, "".join(out))
 
 
 def _write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: str, mode: str) -> None:
-    from inspect_ai.log import EvalMetric, read_eval_log, write_eval_log
+    from inspect_ai.log import EvalMetric, write_eval_log
+
+    from clinconsensus_tasks.log_files import read_inspect_log
     from inspect_ai.scorer import SampleScore, Score
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus_metrics
     from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER
 
-    log = read_eval_log(str(source))
+    log = read_inspect_log(source)
     scores = []
     for sample, record in zip(log.samples or [], fresh):
         old = sample.scores[INSPECT_SCORER]

@@ -46,6 +46,7 @@ from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS
 from clinconsensus_tasks.scorers.redact import redact
 from clinconsensus_tasks.scorers.usage import judge_name
 from clinconsensus_tasks.scorers.paired import PairedColumns, PairedResult, compare_paired, worse_beyond
+from clinconsensus_tasks.storage import output_location, write_bytes
 
 SIDES = ("baseline", "candidate")
 
@@ -196,8 +197,16 @@ def write_refusal_junit(refusal: Refusal, path: str | Path) -> None:
             error = ET.SubElement(case, "error", message=f"{side} {refusal.paths[side]}: {problems[0]}", type="refused")
             error.text = "\n".join(problems)
         ET.SubElement(case, "system-out").text = "\n".join(problems) or f"{side} {refusal.paths[side]}: {COMPARISON_PROFILE}"
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(suite).write(str(path), encoding="utf-8", xml_declaration=True)
+    _write_xml(suite, path)
+
+
+def _write_xml(suite: Any, path: str | Path) -> None:
+    """A JUnit file, to a local path or a URL."""
+    import io
+
+    data = io.BytesIO()
+    ET.ElementTree(suite).write(data, encoding="utf-8", xml_declaration=True)
+    write_bytes(output_location(path), data.getvalue())
 
 
 # -- pairing and comparing ---------------------------------------------------------------------------
@@ -366,8 +375,7 @@ def write_junit(comparison: Comparison, path: str | Path) -> None:
             failure = ET.SubElement(case, "failure", message=f"{name}: candidate worse by more than {c.gates[name]} (interval excludes 0)", type="regression")
             failure.text = summary
         ET.SubElement(case, "system-out").text = summary
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(suite).write(str(path), encoding="utf-8", xml_declaration=True)
+    _write_xml(suite, path)
 
 
 def add_arguments(parser: Any) -> None:

@@ -12,6 +12,7 @@ tokens and cost. Every value comes from ``scorers.clinconsensus.cacs`` and ``rep
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -20,6 +21,7 @@ from clinconsensus_tasks.clinconsensus.logs import LoggedCase
 from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, summarize
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import case_counts
 from clinconsensus_tasks.scorers.usage import Prices, TokenUsage
+from clinconsensus_tasks.storage import make_folder, output_location, write_text
 
 
 def _case_rows(path: str, records: Sequence[LoggedCase], thresholds: Sequence[int], n_criteria: int) -> list[dict[str, Any]]:
@@ -56,17 +58,18 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> None:
     columns: list[str] = []
     for row in rows:
         columns += [c for c in row if c not in columns]
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns, restval="")
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=columns, restval="")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text(path, text.getvalue(), newline="")  # a local file, or a URL (one upload)
 
 
 def write_csv(folder: str | Path, runs: Mapping[str, Sequence[LoggedCase]], thresholds: Sequence[int], n_criteria: int,
               prices: Mapping[str, Prices] | None = None) -> tuple[Path, Path]:
     """Write ``cases.csv`` and ``summary.csv`` for ``{log path: records}``; return their paths."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = output_location(folder)
+    make_folder(folder)
     cases = [row for path, records in runs.items() for row in _case_rows(path, records, thresholds, n_criteria)]
     summary = [row for path, records in runs.items() for row in _summary_rows(path, records, thresholds, n_criteria, prices or {})]
     _write(folder / "cases.csv", cases)

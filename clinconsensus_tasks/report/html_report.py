@@ -29,6 +29,7 @@ from clinconsensus_tasks.report.sections import (
 )
 from clinconsensus_tasks.report.svg import FONT_STACK, escape
 from clinconsensus_tasks.scorers.usage import Prices
+from clinconsensus_tasks.storage import output_location, write_text
 
 CSS = f"""
 body {{ font-family: {FONT_STACK}; margin: 24px; color: #222; }}
@@ -107,13 +108,12 @@ def build_report(
 
         sections.append(review_section(score_review(load_review(review), resamples, seed)))
     sections.append(metadata_section(runs))
-    output = Path(output)
-    md_path = Path(markdown) if markdown else output.with_name("report.md")
-    output.parent.mkdir(parents=True, exist_ok=True)
+    output = output_location(output)  # a local path or a URL, as is --markdown
+    md_path = output_location(markdown) if markdown else output.with_name("report.md")
     # Every report text passes here: a key in a run's metadata (lm-eval's model_args) is masked.
     page = redact(render_html(sections, title))
-    output.write_text(page, encoding="utf-8")
-    md_path.write_text(redact(render_markdown(sections, title, output.name)), encoding="utf-8")
+    write_text(output, page)
+    write_text(md_path, redact(render_markdown(sections, title, output.name)))
     return {"html": str(output), "markdown": str(md_path), "charts": len(re.findall(r"<svg\b", page)),
             "clinconsensus_runs": [r.name for r in runs.clin], "climedbench_runs": [r.name for r in runs.med],
             "skipped": [{"log": path, "reason": why} for path, why in runs.skipped]}

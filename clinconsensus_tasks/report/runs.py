@@ -19,6 +19,7 @@ from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.judge.provenance import judge_display
 from clinconsensus_tasks.log_files import (
     CLIMEDBENCH, CLINCONSENSUS, find_logs, is_inspect_log, is_lmeval_results, is_lmeval_samples, lmeval_run_key, lmeval_task,
+    read_inspect_log,
 )
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult
@@ -227,9 +228,7 @@ def _inspect_judges(path: Path) -> list[str]:
 
 
 def _read_inspect(path: Path, runs: Runs) -> None:
-    from inspect_ai.log import read_eval_log
-
-    log = read_eval_log(str(path), header_only=True)
+    log = read_inspect_log(path, header_only=True)
     if log.status != "success":
         runs.skipped.append((str(path), f"unfinished Inspect run (status {log.status!r})"))
         return

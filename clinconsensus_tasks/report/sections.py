@@ -27,6 +27,7 @@ from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRI
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import format_value, headline_names, mean_names
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE
 from clinconsensus_tasks.scorers.usage import Prices
+from clinconsensus_tasks.storage import location, same_location
 
 AUDIENCES = ("lay", "professional")
 HEADLINE = headline_names()[0]  # the score charts and breakdowns show (CACS@10)
@@ -314,10 +315,10 @@ def baseline_section(baseline: str | Path, runs: Runs, resamples: int, seed: int
     """Every run of the baseline's benchmark against the baseline (``compare-models``), case by case."""
     from clinconsensus_tasks.report.compare_models import RunMismatch, compare_runs, read_run
 
-    section = Section(f"Against the baseline {Path(baseline).name}")
+    section = Section(f"Against the baseline {location(baseline).name}")
     base = read_run(baseline)
     for run in [*runs.clin, *runs.med]:
-        if Path(run.path).resolve() == Path(baseline).resolve():
+        if same_location(run.path, baseline):
             continue
         try:
             comparison = compare_runs(base, read_run(run.path), resamples=resamples, seed=seed)
@@ -383,7 +384,7 @@ def metadata_section(runs: Runs) -> Section:
         logs = run.path.split(", ")
         glance.append([run.name, m.get("framework", ""), _few(str(m.get("task", "")).split(", "), "tasks"),
                        ", ".join(m.get("judges") or []) or "–", _data_at_a_glance(m.get("data_source")) or "–",
-                       Path(logs[0]).name if len(logs) == 1 else f"{len(logs)} files in {Path(logs[0]).parent}"])
+                       location(logs[0]).name if len(logs) == 1 else f"{len(logs)} files in {location(logs[0]).parent}"])
         full.append([run.name, m.get("model", ""), m.get("framework", ""), m.get("task", ""), ", ".join(m.get("judges") or []),
                      m.get("judge_mode", ""), m.get("judge_prompt_sha256", ""), source, m.get("data_sha256") or shas,
                      m.get("data_revision", ""), ", ".join(f"{k} {v}" for k, v in (m.get("packages") or {}).items()), run.path])

@@ -18,8 +18,8 @@ from typing import Any, Callable, Mapping, Sequence
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.log_files import (
-    CLIMEDBENCH, CLINCONSENSUS, benchmark_of, find_logs, is_inspect_log, is_lmeval_results, is_lmeval_samples, lmeval_run_key,
-    lmeval_task,
+    CLIMEDBENCH, CLINCONSENSUS, benchmark_of, find_logs, is_file, is_inspect_log, is_lmeval_results, is_lmeval_samples,
+    lmeval_run_key, lmeval_task, read_inspect_log as read_eval,
 )
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import reported_thresholds
@@ -64,9 +64,7 @@ def served_name(name: str) -> str:
 
 
 def _inspect_facts(path: Path) -> RunFacts:
-    from inspect_ai.log import read_eval_log
-
-    log = read_eval_log(str(path))
+    log = read_eval(path)
     spec = log.eval
     benchmark = benchmark_of(path)
     facts = RunFacts(str(path), "inspect", benchmark, spec.task, task_version=str(spec.task_version), model=spec.model)
@@ -200,15 +198,17 @@ def gate_runs(paths: Sequence[str | Path]) -> list[Callable[[], RunFacts]]:
     a reader of its facts: every Inspect log; every lm-eval results file with each of its tasks'
     samples files; a samples file without its results file (a run that did not finish)."""
     files = find_logs(paths)
+    listed = set(files)  # a file the folder listing found needs no request of its own (a URL: no HEAD per object)
+    present = lambda p: p in listed or is_file(p)  # noqa: E731
     readers: list[Callable[[], RunFacts]] = []
     claimed: set[Path] = set()
     for path in files:
         if is_lmeval_results(path):
-            readers += _lmeval_readers(path, claimed)
+            readers += _lmeval_readers(path, claimed, present=present)
     for path in files:  # a samples file named alone: its results file is beside it
         results = path.with_name(f"results_{lmeval_run_key(path)[1]}.json")
-        if is_lmeval_samples(path) and path not in claimed and results.is_file():
-            readers += _lmeval_readers(results, claimed, only=lmeval_task(path))
+        if is_lmeval_samples(path) and path not in claimed and present(results):
+            readers += _lmeval_readers(results, claimed, only=lmeval_task(path), present=present)
     for path in files:
         if is_inspect_log(path, named=True) and not is_lmeval_results(path):
             readers.append(lambda p=path: _inspect_facts(p))
@@ -218,7 +218,8 @@ def gate_runs(paths: Sequence[str | Path]) -> list[Callable[[], RunFacts]]:
     return readers
 
 
-def _lmeval_readers(results: Path, claimed: set[Path], only: str = "") -> list[Callable[[], RunFacts]]:
+def _lmeval_readers(results: Path, claimed: set[Path], only: str = "",
+                    present: Callable[[Path], bool] = is_file) -> list[Callable[[], RunFacts]]:
     """One reader per ClinConsensus task of the results file, and one for all its CliMedBench tasks
     (``only``: that task alone)."""
     try:
@@ -227,7 +228,7 @@ def _lmeval_readers(results: Path, claimed: set[Path], only: str = "") -> list[C
         return [lambda: _lmeval_facts(results, [only or CLINCONSENSUS], {})]
     stamp = results.stem.removeprefix("results_")
     beside = {task: results.with_name(f"samples_{task}_{stamp}.jsonl") for task in tasks}
-    samples = {task: path if path.is_file() else None for task, path in beside.items()}
+    samples = {task: path if present(path) else None for task, path in beside.items()}
     claimed.update(p for p in samples.values() if p is not None)
     groups = [[t] for t in tasks if t.startswith(CLINCONSENSUS)] + [[t for t in tasks if t.startswith(CLIMEDBENCH)]]
     return [lambda g=group: _lmeval_facts(results, g, samples) for group in groups if group]
