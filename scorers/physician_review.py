@@ -35,7 +35,7 @@ from itertools import combinations
 import numpy as np
 
 from clinconsensus_tasks.scorers.agreement import (
-    Confusion, cohen_kappa, fleiss_from_parts, fleiss_parts, macro_f1, percent_agreement, precision_recall_f1,
+    Confusion, cohen_kappa, fleiss_from_parts, fleiss_parts, verdict_report,
 )
 from clinconsensus_tasks.scorers.audit_estimate import Interval
 
@@ -132,11 +132,8 @@ def assign(case_rows: Mapping[str, int], reviewers: int, overlap: float, seed: i
 
 def agreement_stats(c: Confusion) -> dict[str, float]:
     """The statistics of one confusion (physicians first, the judge second); NaN with no pairs."""
-    if not c.n:
-        return {m: math.nan for m in AGREEMENT_METRICS}
-    precision, recall, _ = precision_recall_f1(c, True)
-    return {"percent_agreement": percent_agreement(c), "kappa": cohen_kappa(c), "macro_f1": macro_f1(c),
-            "precision_met": precision, "recall_met": recall}
+    report = verdict_report(c)
+    return {m: report[m] if c.n else math.nan for m in AGREEMENT_METRICS}
 
 
 def _percentiles(values: Sequence[float], estimate: float, level: float) -> Interval:

@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.run_records.review_sheets import (
-    ROW_ID, TEXT_FIELDS, Sheet, is_sheet_file, read_sheet, row_id, shown_text, text_sha256, write_csv, write_xlsx,
+    CELL_LIMIT, ROW_ID, TEXT_FIELDS, Sheet, is_sheet_file, read_sheet, row_id, shown_text, text_sha256, write_csv, write_xlsx,
 )
 from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, summarize
 from clinconsensus_tasks.scorers.clinconsensus.jury import JUROR_PREFIX, is_jury
@@ -71,7 +71,8 @@ def role_title(role: str, jury: bool) -> str:
 
 
 def _stratum(case: LoggedCase) -> tuple[str, str]:
-    return tuple("|".join(case.graded.slices.get(dim, ())) or "-" for dim in SLICES)  # type: ignore[return-value]
+    subject, difficulty = ("|".join(case.graded.slices.get(dim, ())) or "-" for dim in SLICES)
+    return subject, difficulty
 
 
 # -- export ----------------------------------------------------------------------------------------
@@ -106,11 +107,14 @@ def plan_review(runs: Sequence[ReviewRun], cases: int, criteria_per_case: int | 
     if not answers:
         raise ReviewError("the runs hold no graded case to review")
     rng = random.Random(seed)
+    answers_of: dict[str, list[tuple[str, str]]] = defaultdict(list)  # case -> its answers' keys, once
+    for key in sorted(answers, key=lambda k: k[1]):
+        answers_of[key[0]].append(key)
     drawn = sample_cases(strata, cases, seed)
     items: dict[str, dict[str, Any]] = {}
     rows_of_case: dict[str, list[str]] = defaultdict(list)
     for case_id in drawn:
-        case_answers = sorted((k for k in answers if k[0] == case_id), key=lambda k: k[1])
+        case_answers = answers_of[case_id]
         rubrics = answers[case_answers[0]]["rubrics"]
         chosen = rubrics if criteria_per_case is None or criteria_per_case >= len(rubrics) else \
             sorted(rng.sample(rubrics, criteria_per_case), key=rubrics.index)
@@ -123,7 +127,7 @@ def plan_review(runs: Sequence[ReviewRun], cases: int, criteria_per_case: int | 
                     "case_id": case_id, "epoch": entry["epoch"], "criterion_id": criterion_id,
                     **dict(zip(SLICES, entry["stratum"])), "answer_sha256": key[1],
                     "shown_sha256": {name: text_sha256(text) for name, text in shown.items()},
-                    "cut": any(len(text) != len(shown_text(text)) for text in (entry["question"], entry["answer"], criterion)),
+                    "cut": any(len(text) > CELL_LIMIT for text in (entry["question"], entry["answer"], criterion)),
                     "verdicts": {j: v.get(criterion_id) for j, v in entry["verdicts"].items()},
                     "_shown": shown,
                 }
