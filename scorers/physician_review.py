@@ -136,9 +136,11 @@ def agreement_stats(c: Confusion) -> dict[str, float]:
     return {m: report[m] if c.n else math.nan for m in AGREEMENT_METRICS}
 
 
-def _percentiles(values: Sequence[float], estimate: float, level: float) -> Interval:
+def _percentiles(values: Sequence[float], estimate: float, level: float, cases: int) -> Interval:
+    """The percentile interval of the resampled ``values``; none (NaN) from fewer than 2 cases,
+    where every resample is the one case again and the interval would look exact."""
     finite = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
-    if len(finite) < 2 or math.isnan(estimate):
+    if cases < 2 or len(finite) < 2 or math.isnan(estimate):
         return Interval(estimate, math.nan, math.nan, math.nan)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(finite, [tail, 100 - tail])
@@ -161,7 +163,7 @@ def agreement(pairs_by_case: Mapping[str, Sequence[tuple[bool, bool]]], resample
     pooled = Confusion(*(int(x) for x in per_case.sum(axis=0)))
     estimate = agreement_stats(pooled)
     drawn = [agreement_stats(Confusion(*(int(x) for x in row))) for row in _case_weights(len(keys), resamples, seed) @ per_case]
-    return {m: _percentiles([d[m] for d in drawn], estimate[m], level) for m in AGREEMENT_METRICS}
+    return {m: _percentiles([d[m] for d in drawn], estimate[m], level, len(keys)) for m in AGREEMENT_METRICS}
 
 
 def rater_agreement(labels_by_case: Mapping[str, Sequence[Mapping[str, bool]]], raters: Sequence[str], resamples: int = RESAMPLES,
@@ -177,11 +179,11 @@ def rater_agreement(labels_by_case: Mapping[str, Sequence[Mapping[str, bool]]], 
             Confusion.of((row[a], row[b]) for row in labels_by_case[k] if a in row and b in row) for k in keys)], dtype=int).reshape(-1, 4)
         pooled = Confusion(*(int(x) for x in per_case.sum(axis=0)))
         drawn = [cohen_kappa(Confusion(*(int(x) for x in row))) for row in weights @ per_case]
-        pairwise[f"{a}-{b}"] = {"rows": pooled.n, "kappa": _percentiles(drawn, cohen_kappa(pooled), level).to_dict()}
+        pairwise[f"{a}-{b}"] = {"rows": pooled.n, "kappa": _percentiles(drawn, cohen_kappa(pooled), level, len(keys)).to_dict()}
     fleiss = Interval(math.nan, math.nan, math.nan, math.nan)
     full = [[sum(row[r] for r in raters) for row in labels_by_case[k] if all(r in row for r in raters)] for k in keys]
     if len(raters) >= 2:
         parts = np.array([fleiss_parts(rows, len(raters)) for rows in full], dtype=float).reshape(-1, 3)
         drawn = [fleiss_from_parts(*row, len(raters)) for row in weights @ parts]
-        fleiss = _percentiles(drawn, fleiss_from_parts(*parts.sum(axis=0), len(raters)), level)
+        fleiss = _percentiles(drawn, fleiss_from_parts(*parts.sum(axis=0), len(raters)), level, len(keys))
     return {"raters": list(raters), "pairwise": pairwise, "fleiss_rows": sum(len(rows) for rows in full), "fleiss_kappa": fleiss.to_dict()}

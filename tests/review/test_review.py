@@ -38,7 +38,7 @@ from clinconsensus_tasks.run_records.review_sheets import CELL_LIMIT, SHEET, rea
 from clinconsensus_tasks.scorers.clinconsensus.jury import panel_record
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
-from clinconsensus_tasks.scorers.physician_review import allocate, assign, read_label, reference, sample_cases
+from clinconsensus_tasks.scorers.physician_review import agreement, allocate, assign, read_label, reference, sample_cases
 
 CASES = ("c1", "c2", "c3", "c4")
 SUBJECT = {"c1": "内科", "c2": "内科", "c3": "外科", "c4": "外科"}
@@ -201,6 +201,11 @@ def test_round_trip_as_a_physician_fills_it_gives_the_hand_worked_figures(tmp_pa
     assert judge["by_subject"]["内科"]["kappa"]["estimate"] == pytest.approx(0.6)
     assert judge["by_subject"]["外科"]["kappa"]["estimate"] == pytest.approx(0.8)
     assert list(judge["by_difficulty"]) == ["low"]
+    # One case is no interval (every resample is that case again): the estimate alone.
+    one = score_review(load_review(folder), thresholds=(4, 5), n_criteria=N, seed=0)
+    assert one["judges"][0]["by_subject"]["内科"]["cases"] == 2
+    single = agreement({"c1": [(True, True), (False, True), (False, False)]})["kappa"]
+    assert single.estimate == pytest.approx(0.4) and single.low != single.low and single.high != single.high
     # The headline beside: both sides say met on 20 of 40 rows; every answer has 5 met of its 10 on both sides.
     head = judge["headline"]
     assert head["rubric_accuracy"] == {"physicians": 0.5, "judge": 0.5} and head["complete_answers"] == 4
