@@ -18,8 +18,9 @@ object), so every reader downstream opens either the same way.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.storage import is_remote_file, is_url, listing, location, remote_child, storage_errors
@@ -73,24 +74,83 @@ def lmeval_run_key(path: Path) -> tuple[Path, str]:
     return path.parent, match.group("stamp") if match else path.name
 
 
-def find_logs(paths: Sequence[str | Path]) -> list[Path]:
+class Found(list):
+    """The log files :func:`find_logs` found, and the logs it left out of folders as superseded:
+    ``superseded`` holds ``(old, newer)`` pairs."""
+
+    superseded: list[tuple[Path, Path]]
+
+
+def find_logs(paths: Sequence[str | Path]) -> Found:
     """Files named, and in folders the log files they hold (recursively, sorted); anything else in
     a folder is left alone. A folder without any is an error, as is a path that does not exist.
-    URLs alike: a URL naming an object is a file, one naming a prefix a folder (one listing)."""
-    out: list[Path] = []
+    URLs alike: a URL naming an object is a file, one naming a prefix a folder (one listing).
+
+    In a folder, an Inspect log that a later attempt of the same task superseded (see
+    :func:`superseded`) is left out, with a note on stderr naming both; a file named is always kept."""
+    out, dropped = Found(), []
     for raw in paths:
         path = location(raw)
         if is_url(path):
-            out += _find_remote(path)
+            found = _find_remote(path)
         elif path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and is_log(p))
             if not found:
                 raise FileNotFoundError(f"no Inspect logs or lm-eval samples/results files in the folder {path}")
-            out += found
         elif path.is_file():
             out.append(path)
+            continue
         else:
             raise FileNotFoundError(f"no such log file or folder: {path}")
+        if len(found) == 1 and _names_file(raw, found[0]):
+            out += found
+            continue
+        older = superseded(found)
+        out += [p for p in found if p not in older]
+        dropped += older.items()
+    for old, newer in dropped:
+        print(f"clinconsensus-eval: note: left out {old}: superseded by {newer}, a later attempt of the same task "
+              "(an eval-set retry or inspect eval-retry of it)", file=sys.stderr)
+    out.superseded = dropped
+    return out
+
+
+# Inspect names a log ``<created>_<task>_<task id>.eval`` (its default log file pattern); the
+# attempts of one task (eval-set retries, ``inspect eval-retry``) keep its task id.
+INSPECT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T[^_]+_(?P<rest>.+)\.(eval|json)$")
+
+
+def superseded(found: Sequence[Path]) -> dict[Path, Path]:
+    """The Inspect logs among ``found`` that a later attempt of the same task supersedes, each
+    with the log that does: Inspect's own rule for an eval set (``latest_completed_task_eval_logs``:
+    a task's newest log is its log, as every attempt is seeded from the one before). Logs of one
+    task are found by name (same folder, same ``<task>_<task id>`` after the timestamp), then
+    confirmed by their headers: the same ``eval.task_id`` and model, the newer by ``eval.created``
+    as the logs record it. Only such groups are read (a header each); a log Inspect cannot read
+    supersedes nothing and is not superseded (the reader names it)."""
+    groups: dict[tuple[str, str], list[Path]] = {}
+    for path in found:
+        match = INSPECT_NAME.match(path.name) if is_inspect_log(path) else None
+        if match:
+            groups.setdefault((str(path.parent), match.group("rest")), []).append(path)
+    out: dict[Path, Path] = {}
+    for paths in groups.values():
+        if len(paths) < 2:
+            continue
+        headers = []
+        for path in paths:
+            try:
+                spec = read_inspect_log(path, header_only=True).eval
+            except ClinConsensusError:
+                continue
+            headers.append(((spec.task_id, spec.model), _instant(spec.created), str(path), path))
+        by_task: dict[tuple[str, str], list] = {}
+        for key, created, name, path in headers:
+            by_task.setdefault(key, []).append((created, name, path))
+        for attempts in by_task.values():
+            attempts.sort()
+            newest = attempts[-1][2]
+            out.update({path: newest for _, _, path in attempts[:-1]})
     return out
 
 
@@ -110,6 +170,16 @@ def _find_remote(path) -> list:
     if not single and not found:
         raise FileNotFoundError(f"no Inspect logs or lm-eval samples/results files in the folder {path}")
     return found
+
+
+def _instant(created: str) -> tuple[float, str]:
+    """When a log was created, comparable across machines' time zones (ISO 8601 with its offset)."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(created).timestamp(), created
+    except (TypeError, ValueError):
+        return float("-inf"), str(created)
 
 
 def is_file(path) -> bool:
@@ -173,6 +243,15 @@ def read_inspect_log(path: Path, header_only: bool = False):
         except (ValueError, zipfile.BadZipFile, EOFError) as exc:
             raise UnreadableLog(f"{path}: not a readable Inspect log ({type(exc).__name__}: {str(exc)[:300]}); cut short, "
                                 "or still being written?") from exc
+
+
+def ended_by_judge_policy(log: Any) -> bool:
+    """Whether an Inspect log's only failure was the judge failure policy ending the run (its
+    answers all there): re-judged since with ``inspect score LOG --overwrite``, it keeps that
+    status (Inspect does not change it), and its samples, read now, decide."""
+    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
+
+    return log.status == "error" and log.error is not None and JudgeFailureError.__name__ in (log.error.traceback or "")
 
 
 def inspect_task(path: Path) -> str:

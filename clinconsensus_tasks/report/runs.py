@@ -18,7 +18,7 @@ from clinconsensus_tasks.climedbench.logs import read_item_log
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.judge.provenance import judge_display
 from clinconsensus_tasks.log_files import (
-    CLIMEDBENCH, CLINCONSENSUS, find_logs, is_inspect_log, is_lmeval_results, is_lmeval_samples, lmeval_run_key, lmeval_task,
+    CLIMEDBENCH, CLINCONSENSUS, ended_by_judge_policy, find_logs, is_inspect_log, is_lmeval_results, is_lmeval_samples, lmeval_run_key, lmeval_task,
     read_inspect_log,
 )
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
@@ -229,7 +229,7 @@ def _inspect_judges(path: Path) -> list[str]:
 
 def _read_inspect(path: Path, runs: Runs) -> None:
     log = read_inspect_log(path, header_only=True)
-    if log.status != "success":
+    if log.status != "success" and not (ended_by_judge_policy(log) and log.results):  # re-judged since: its numbers stand
         runs.skipped.append((str(path), f"unfinished Inspect run (status {log.status!r})"))
         return
     if not (log.results and log.results.total_samples):
@@ -275,7 +275,9 @@ def read_runs(paths: Sequence[str | Path]) -> Runs:
     results files; unfinished or empty logs are skipped and listed in ``Runs.skipped``."""
     runs = Runs()
     climedbench_groups: dict[tuple[Path, str], list[Path]] = {}
-    for path in find_logs(paths):
+    found = find_logs(paths)
+    runs.skipped += [(str(old), f"superseded by {newer}, a later attempt of the same task") for old, newer in found.superseded]
+    for path in found:
         if is_lmeval_results(path):
             runs.results_files.append(_lmeval_results(path))
         elif is_lmeval_samples(path, CLINCONSENSUS):

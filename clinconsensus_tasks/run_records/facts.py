@@ -18,10 +18,9 @@ from typing import Any, Callable, Mapping, Sequence
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.log_files import (
-    CLIMEDBENCH, CLINCONSENSUS, benchmark_of, find_logs, is_file, is_inspect_log, is_lmeval_results, is_lmeval_samples,
+    CLIMEDBENCH, CLINCONSENSUS, benchmark_of, ended_by_judge_policy, find_logs, is_file, is_inspect_log, is_lmeval_results, is_lmeval_samples,
     lmeval_run_key, lmeval_task, read_inspect_log as read_eval,
 )
-from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import reported_thresholds
 from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER, SECOND_ROLE
 
@@ -69,10 +68,8 @@ def _inspect_facts(path: Path) -> RunFacts:
     benchmark = benchmark_of(path)
     facts = RunFacts(str(path), "inspect", benchmark, spec.task, task_version=str(spec.task_version), model=spec.model)
     errored = [s for s in log.samples or [] if s.error is not None or not s.scores]
-    # Ended by the judge failure policy and re-judged since (``inspect score LOG --overwrite``; Inspect
-    # keeps the old status): the samples, read now, decide, under every other check.
-    policy_only = log.status == "error" and log.error is not None and JudgeFailureError.__name__ in (log.error.traceback or "")
-    if log.status != "success" and not policy_only:
+    # Ended by the judge failure policy and re-judged since: the samples, read now, decide, under every other check.
+    if log.status != "success" and not ended_by_judge_policy(log):
         first = (log.error.message.splitlines() or [""])[0][:300] if log.error else ""
         facts.unfinished.append(f"status {log.status}" + (f": {first}" if first else ""))
     if errored:
