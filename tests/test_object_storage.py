@@ -21,48 +21,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
 
 import pytest
-import s3fs
 
 import s3_server  # moto[server], in the test extra: missing, these tests fail rather than skip
 from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
-
-
-@dataclass
-class Bucket:
-    fs: object
-    name: str
-    server: s3_server.MotoS3
-
-    def url(self, key: str = "") -> str:
-        return f"s3://{self.name}/{key}" if key else f"s3://{self.name}"
-
-
-@pytest.fixture(scope="session")
-def moto():
-    server, stop = s3_server.start()
-    yield server
-    stop()
-
-
-@pytest.fixture
-def bucket(moto, monkeypatch):
-    """A fresh bucket on the moto server, the environment pointing every client at it."""
-    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.endpoint)
-    for name, value in s3_server.ENVIRONMENT.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
-        monkeypatch.delenv(name, raising=False)
-    s3_server.clear_client_caches()
-    fs = s3fs.S3FileSystem()
-    name = f"evals-{uuid.uuid4().hex[:10]}"
-    fs.mkdir(name)
-    moto.reset()
-    yield Bucket(fs, name, moto)
-    s3_server.clear_client_caches()
 
 
 def samples_text(cases, met_every: int = 3) -> str:
@@ -407,3 +371,65 @@ def test_climedbench_runs_in_a_bucket_robustness_and_report_baseline(fake_server
     local_bank = json.loads((tmp_path / "bank.json").read_text(encoding="utf-8"))
     assert remote_bank["items"] == local_bank["items"]
     assert [s["sha256"] for s in remote_bank["provenance"]["sources"]] == [s["sha256"] for s in local_bank["provenance"]["sources"]]
+
+    # cat run: the bank read from the bucket, the resumable state kept there (a machine that takes
+    # over resumes from it: the answers given are not asked for again); cat synthesize's records too.
+    from clinconsensus_tasks.adaptive import commands as cat_commands
+
+    fake_server.reset()
+    first = cat_commands.run_adaptive("openai-api/cand/examinee-6", bucket.url("banks/bank.json"), bucket.url("cat/run"), max_items=3)
+    assert first["items_used"] == 3 and fake_server.stats()["kinds"] == {"candidate": 3}
+    fake_server.reset()
+    second = cat_commands.run_adaptive("openai-api/cand/examinee-6", bucket.url("banks/bank.json"), bucket.url("cat/run"), max_items=5)
+    assert fake_server.stats()["kinds"] == {"candidate": 2} and second["items"][:3] == first["items"]
+    assert json.loads(bucket.fs.cat(f"{bucket.name}/cat/run/result.json"))["items_used"] == 5
+    assert len(json.loads(bucket.fs.cat(f"{bucket.name}/cat/run/state.json"))["answers"]) == 5
+    counts = cat_commands.synthesize("openai-api/cand/examinee-7", "openai-api/cand/examinee-8", bucket.url("cat/synthetic.jsonl"),
+                                     scenarios=["ID1"], limit=2)
+    assert counts["records"] == 6 and len(bucket.fs.cat(f"{bucket.name}/cat/synthetic.jsonl").decode().splitlines()) == 6
+
+
+# -- the review commands of issue 39, at URLs ----------------------------------------------------------
+
+
+def test_a_review_exported_to_a_bucket_and_scored_from_it_equals_the_local_one(bucket, tmp_path, capsys):
+    """A team keeps the review beside the runs: ``review export --output s3://...``, the sheets
+    fetched, filled and put back, ``review score s3://...``, and ``report``/``summarize --review``
+    (which read the review folder through the same ``load_review``)."""
+    from review.test_review import N, fill_xlsx, physician_met, run_of
+
+    from clinconsensus_tasks.run_records.review import plan_review, write_review
+
+    local, remote = tmp_path / "review", bucket.url("review")
+    for where in (local, remote):
+        write_review(plan_review([run_of()], 4, None, 1, 0.0, 0), where)
+    assert sorted(bucket.fs.ls(f"{bucket.name}/review")) == sorted(f"{bucket.name}/review/{p.name}" for p in local.iterdir())
+    assert bucket.fs.cat(f"{bucket.name}/review/physician_1.xlsx") == (local / "physician_1.xlsx").read_bytes()
+    assert bucket.fs.cat(f"{bucket.name}/review/physician_1.csv") == (local / "physician_1.csv").read_bytes()
+
+    fill_xlsx(local / "physician_1.xlsx", physician_met)  # the physician's filled sheet, put back beside the key
+    bucket.fs.put(str(local / "physician_1.xlsx"), f"{bucket.name}/review/physician_1.xlsx")
+    bucket.server.reset()
+    s3_server.clear_client_caches()
+    code, out, err = run_cli(capsys, "review", "score", remote, "--json")
+    assert code == 0, err
+    assert len(s3_server.listings(bucket.server.seen())) == 1  # the folder's files found in one listing
+    local_code, local_out, _ = run_cli(capsys, "review", "score", str(local), "--json")
+    assert local_code == 0
+    assert _without(out, remote) == _without(local_out, str(local))
+    assert json.loads(out)["judges"][0]["overall"]["kappa"]["estimate"] == pytest.approx(0.7) and N == 10
+
+    # A prefix with nothing under it is named; a second export into a prefix that holds a review is refused.
+    code, _, err = run_cli(capsys, "review", "score", bucket.url("nothing-here"))
+    assert code == 2 and f"no such review folder: {bucket.url('nothing-here')}" in err
+    with pytest.raises(Exception, match="already holds a review"):
+        write_review(plan_review([run_of()], 4, None, 1, 0.0, 0), remote)
+
+
+def test_validate_release_report_to_a_url(bucket, tmp_path, capsys):
+    from clinconsensus.test_dataset import release_like, write_jsonl
+
+    path = write_jsonl(tmp_path / "clinconsensus_low.jsonl", release_like())
+    code, out, err = run_cli(capsys, "validate", "--release", str(path), "--report", bucket.url("checks/release.json"))
+    assert code == 0, err
+    assert json.loads(bucket.fs.cat(f"{bucket.name}/checks/release.json")) == json.loads(out)

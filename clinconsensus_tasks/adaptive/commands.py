@@ -26,7 +26,7 @@ from clinconsensus_tasks.adaptive.engine import AdaptiveSession, ItemBank, build
 from clinconsensus_tasks.climedbench.dataset import load_scenario
 from clinconsensus_tasks.climedbench.logs import read_item_log
 from clinconsensus_tasks.log_files import CLIMEDBENCH, benchmark_logs, is_file, is_lmeval_samples
-from clinconsensus_tasks.storage import location, storage_errors
+from clinconsensus_tasks.storage import location, make_folder, open_binary, output_location, storage_errors, write_text
 from clinconsensus_tasks.errors import ConfigurationError, DataValidationError
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult, item_key, score_item
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt
@@ -126,9 +126,15 @@ async def _score(model: Any, code: str, item: dict[str, Any], similarity_model: 
     return {"answer": result.answer, "value": result.value, "parsed": result.parsed, "metric": result.metric}
 
 
-def _write_json(path: Path, data: Any) -> None:
+def _write_json(path: Any, data: Any) -> None:
+    """Write ``path`` whole or not at all: locally a temporary file renamed over it; at a URL one
+    upload (an object store replaces an object only once the upload is complete)."""
+    text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+    if not isinstance(path, Path):
+        write_text(path, text)
+        return
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)  # atomic: an interruption leaves the previous state intact
 
 
@@ -147,12 +153,15 @@ def run_adaptive(
     from inspect_ai.model import get_model
 
     bank = ItemBank.load(bank_path)
-    output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
+    output = output_location(output)  # a local folder or a URL prefix (a machine that takes over resumes from it)
+    make_folder(output)
     state_path = output / "state.json"
     answers: dict[str, Any] = {}
-    if state_path.exists():
-        state = json.loads(state_path.read_text(encoding="utf-8"))
+    with storage_errors(state_path):
+        resume = state_path.exists()
+    if resume:
+        with open_binary(state_path) as handle:
+            state = json.loads(handle.read().decode("utf-8"))
         if state.get("format") != STATE_FORMAT or state.get("model") != model_name:
             raise ConfigurationError(f"{state_path}: a run of another model or format; use a new --output folder")
         saved = dict(state["session"])
@@ -239,6 +248,5 @@ def synthesize(
         return await asyncio.gather(*(one(code, item) for code, item in work))
 
     rows = [r for group in asyncio.run(everything()) for r in group]
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
-    Path(output).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    write_text(output_location(output), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))  # a local file or a URL
     return {"items": len(work), "records": len(rows), "examinees": 3}

@@ -42,10 +42,9 @@ def _validate_release(args: argparse.Namespace) -> int:
     text = json.dumps(report, ensure_ascii=False, indent=2)
     print(text)
     if args.report:
-        from pathlib import Path
+        from clinconsensus_tasks.storage import output_location, write_text
 
-        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.report).write_text(text + "\n", encoding="utf-8")
+        write_text(output_location(args.report), text + "\n")  # a local file or a URL
     errors = release_errors(report, args.strict_contact)
     if errors:
         print("release validation FAILED: " + "; ".join(errors), file=sys.stderr)

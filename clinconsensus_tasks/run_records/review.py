@@ -34,6 +34,7 @@ from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, summarize
 from clinconsensus_tasks.scorers.clinconsensus.jury import JUROR_PREFIX, is_jury
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS, mean_names
 from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, SECOND_ROLE
+from clinconsensus_tasks.storage import listing, location, make_folder, open_binary, output_location, remote_child, storage_errors, write_text
 from clinconsensus_tasks.scorers.physician_review import (
     CANNOT_TELL, NO_LABEL, RESAMPLES, agreement, assign, rater_agreement, read_label, reference, sample_cases,
 )
@@ -157,10 +158,12 @@ def plan_review(runs: Sequence[ReviewRun], cases: int, criteria_per_case: int | 
 def write_review(plan: dict[str, Any], folder: str | Path, formats: Sequence[str] = FORMATS) -> list[Path]:
     """Write each physician's sheet (``physician_<n>.xlsx`` / ``.csv``) and the key into ``folder``;
     a folder that already holds a review key is refused (its sheets may be filled)."""
-    folder = Path(folder)
-    if (folder / KEY_FILE).exists():
+    folder = output_location(folder)  # a local folder, or a URL prefix
+    with storage_errors(folder):
+        held = (folder / KEY_FILE).exists()
+    if held:
         raise ReviewError(f"{folder / KEY_FILE} exists: {folder} already holds a review (its sheets may be filled); export into a new folder")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     by_physician: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for rid, item in plan["rows"].items():
         by_physician[rid.split("-P")[1].split("-")[0]].append((rid, item))
@@ -173,7 +176,7 @@ def write_review(plan: dict[str, Any], folder: str | Path, formats: Sequence[str
             written.append(path)
         plan["physicians"][physician]["files"] = [f"physician_{physician}.{fmt}" for fmt in formats]
     key = {**plan, "items": {k: {f: v for f, v in item.items() if not f.startswith("_")} for k, item in plan["items"].items()}}
-    (folder / KEY_FILE).write_text(json.dumps(key, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_text(folder / KEY_FILE, json.dumps(key, ensure_ascii=False, indent=1))
     return [*written, folder / KEY_FILE]
 
 
@@ -211,14 +214,25 @@ class Review:
         return str(self.key["export_id"])
 
 
-def _read_key(folder: Path) -> dict[str, Any]:
+def _folder_files(folder: Any) -> list[Any]:
+    """Every file in a review folder (a local folder, or a URL prefix: one listing), sorted."""
+    if isinstance(folder, Path):
+        if not folder.is_dir():
+            raise FileNotFoundError(f"no such review folder: {folder}")
+        return sorted(p for p in folder.rglob("*") if p.is_file())
+    found = listing(folder)
+    if not found:
+        raise FileNotFoundError(f"no such review folder: {folder} (nothing stored under that prefix)")
+    return [remote_child(folder, url) for url in sorted(found)]
+
+
+def _read_key(folder: Any, files: Sequence[Any]) -> dict[str, Any]:
     path = folder / KEY_FILE
-    if not folder.is_dir():
-        raise FileNotFoundError(f"no such review folder: {folder}")
-    if not path.is_file():
+    if str(path) not in {str(f) for f in files}:
         raise ReviewError(f"{folder}: no {KEY_FILE} (the folder `review export` wrote, with the sheets beside it)")
     try:
-        key = json.loads(path.read_text(encoding="utf-8"))
+        with open_binary(path) as handle:
+            key = json.loads(handle.read().decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ReviewError(f"{path}: not a review key ({type(exc).__name__}: {exc})") from None
     if not isinstance(key, dict) or key.get("format") != KEY_FORMAT or key.get("version") != KEY_VERSION:
@@ -245,11 +259,12 @@ def load_review(folder: str | Path) -> Review:
     named (file, sheet, row, column) in ``problems`` and left out. A physician's second file with no
     label (the CSV beside a filled XLSX) is passed over with a note; two filled files of one physician
     keep the rows they agree on or that only one labelled."""
-    folder = Path(folder)
-    review = Review(folder, _read_key(folder))
+    folder = location(folder)  # a local folder, or a URL prefix
+    files = _folder_files(folder)
+    review = Review(folder, _read_key(folder, files))
     review.physicians = {p: PhysicianTally(assigned=info["rows"]) for p, info in review.key["physicians"].items()}
     returned: dict[str, list[_Returned]] = defaultdict(list)
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and is_sheet_file(p)):
+    for path in (p for p in files if is_sheet_file(p)):
         sheet = read_sheet(path)
         if sheet.problem:
             review.problems.append(f"{sheet.where()}: {sheet.problem}; the file is left out")

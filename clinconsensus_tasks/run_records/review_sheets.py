@@ -73,6 +73,13 @@ def row_id(export_id: str, physician: int, row: int) -> str:
 
 
 def write_xlsx(path: Path, rows: Sequence[dict[str, str]]) -> None:
+    """One physician's sheet as XLSX at ``path`` (a local path or a URL)."""
+    from clinconsensus_tasks.storage import write_bytes
+
+    write_bytes(path, xlsx_bytes(rows))
+
+
+def xlsx_bytes(rows: Sequence[dict[str, str]]) -> bytes:
     """One physician's sheet as XLSX: ``rows`` hold :data:`FIELDS` (label and comment empty)."""
     from openpyxl import Workbook
     from openpyxl.styles import Alignment, Font, PatternFill
@@ -107,7 +114,9 @@ def write_xlsx(path: Path, rows: Sequence[dict[str, str]]) -> None:
     guide.column_dimensions["A"].width = 120
     for r, line in enumerate(GUIDE, start=1):
         guide.cell(row=r, column=1, value=line).alignment = wrap
-    book.save(path)
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
 
 
 def _row_height(row: dict[str, str]) -> float:
@@ -125,13 +134,17 @@ def _display_width(text: str) -> int:
 
 
 def write_csv(path: Path, rows: Sequence[dict[str, str]]) -> None:
-    """One physician's sheet as CSV (UTF-8 with a BOM, so spreadsheets read the Chinese): the same
-    columns; a cell a spreadsheet would take for a formula starts with an apostrophe."""
-    with path.open("w", encoding="utf-8-sig", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow([header for _, header, _ in COLUMNS])
-        for row in rows:
-            writer.writerow([_csv_cell(row.get(name, "")) for name in FIELDS])
+    """One physician's sheet as CSV (UTF-8 with a BOM, so spreadsheets read the Chinese) at ``path``
+    (a local path or a URL): the same columns; a cell a spreadsheet would take for a formula starts
+    with an apostrophe."""
+    from clinconsensus_tasks.storage import write_bytes
+
+    handle = io.StringIO(newline="")
+    writer = csv.writer(handle)
+    writer.writerow([header for _, header, _ in COLUMNS])
+    for row in rows:
+        writer.writerow([_csv_cell(row.get(name, "")) for name in FIELDS])
+    write_bytes(path, handle.getvalue().encode("utf-8-sig"))
 
 
 def _csv_cell(text: str) -> str:
@@ -177,9 +190,10 @@ def is_sheet_file(path: Path) -> bool:
 def read_sheet(path: Path) -> Sheet:
     """The rows of a returned sheet; never raises on a bad file (the problem is named instead)."""
     try:
+        raw = _read_bytes(path)
         if path.suffix.lower() == ".xlsx":
-            return _read_xlsx(path)
-        return _read_csv(path)
+            return _read_xlsx(path, raw)
+        return _read_csv(path, raw)
     except Exception as exc:  # a file that is not a sheet at all: say so, keep the others
         return Sheet(path, "", problem=f"cannot be read as a review sheet ({type(exc).__name__}: {str(exc)[:200]})")
 
@@ -200,10 +214,18 @@ def _cell_text(value: object) -> str:
     return str(value).replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _read_xlsx(path: Path) -> Sheet:
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes: a local file, or the object a URL names (one GET)."""
+    from clinconsensus_tasks.storage import open_binary
+
+    with open_binary(path) as handle:
+        return handle.read()
+
+
+def _read_xlsx(path: Path, raw: bytes) -> Sheet:
     from openpyxl import load_workbook
 
-    book = load_workbook(path, read_only=True, data_only=True)
+    book = load_workbook(io.BytesIO(raw), read_only=True, data_only=True)
     try:
         if SHEET not in book.sheetnames:
             return Sheet(path, "", problem=f"no worksheet named {SHEET!r} (found {book.sheetnames!r})")
@@ -218,17 +240,16 @@ def _read_xlsx(path: Path) -> Sheet:
     return Sheet(path, SHEET, rows)
 
 
-def _decoded(path: Path) -> str:
+def _decoded(raw: bytes) -> str:
     """A CSV's text: UTF-8 (with or without a BOM), else GB18030 (a spreadsheet on a Chinese system saves that)."""
-    raw = path.read_bytes()
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         return raw.decode("gb18030")
 
 
-def _read_csv(path: Path) -> Sheet:
-    reader = csv.reader(io.StringIO(_decoded(path), newline=""))
+def _read_csv(path: Path, raw: bytes) -> Sheet:
+    reader = csv.reader(io.StringIO(_decoded(raw), newline=""))
     header = next(reader, [])
     problem = _header_problem(header)
     if problem:
