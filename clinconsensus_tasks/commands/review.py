@@ -46,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                         "sheet per physician (XLSX with a drop-down, and CSV) and the review key beside them.")
     export.add_argument("runs", nargs="+", metavar="RUN", help="Inspect logs, lm-eval samples files or folders holding them, "
                                                                "of either framework (every judge of every run is compared)")
-    export.add_argument("--output", required=True, metavar="DIR", help="a new folder for the sheets and review_key.json")
+    export.add_argument("--output", required=True, metavar="DIR", help="a new folder (or URL prefix, s3://...) for the sheets and review_key.json")
     export.add_argument("--cases", type=int, default=30, help="cases to draw, stratified by subject x difficulty")
     export.add_argument("--criteria-per-case", type=_criteria, default=None, metavar="M|all",
                         help="criteria drawn per case (default: all 30, which also gives Pass@k and CACS@k from the labels)")
@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                            description="Read the filled sheets of a review folder and report each judge's agreement with the "
                                        "physicians (case-bootstrap intervals), the physicians with each other, and every row "
                                        "left out and why.")
-    score.add_argument("folder", metavar="DIR", help="the folder review export wrote, with the filled sheets in it")
+    score.add_argument("folder", metavar="DIR", help="the folder (or URL prefix) review export wrote, with the filled sheets in it")
     score.add_argument("--json", action="store_true", help="print JSON instead of tables")
     score.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of cases")
     score.add_argument("--seed", type=int, default=0, help="bootstrap seed")

@@ -15,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "30 rubric items each, the ten published fields, no reference-answer or internal-looking fields; "
                    "contact-like strings listed for review (default: off, plain validation)")
     p.add_argument("--strict-contact", action="store_true", help="with --release: fail on contact-like strings too")
-    p.add_argument("--report", metavar="PATH", help="with --release: also write the JSON report to PATH (default: none)")
+    p.add_argument("--report", metavar="PATH", help="with --release: also write the JSON report to PATH, a file or a URL (default: none)")
 
 
 def main(args: argparse.Namespace) -> int:
