@@ -88,7 +88,7 @@ def find_logs(paths: Sequence[str | Path]) -> Found:
 
     In a folder, an Inspect log that a later attempt of the same task superseded (see
     :func:`superseded`) is left out, with a note on stderr naming both; a file named is always kept."""
-    out, dropped = Found(), []
+    out, dropped, named = Found(), [], set()
     for raw in paths:
         path = location(raw)
         if is_url(path):
@@ -99,15 +99,18 @@ def find_logs(paths: Sequence[str | Path]) -> Found:
                 raise FileNotFoundError(f"no Inspect logs or lm-eval samples/results files in the folder {path}")
         elif path.is_file():
             out.append(path)
+            named.add(str(path))
             continue
         else:
             raise FileNotFoundError(f"no such log file or folder: {path}")
         if len(found) == 1 and _names_file(raw, found[0]):
             out += found
+            named.add(str(found[0]))
             continue
         older = superseded(found)
         out += [p for p in found if p not in older]
         dropped += older.items()
+    dropped = [(old, newer) for old, newer in dropped if str(old) not in named]  # named on the command line: read
     for old, newer in dropped:
         print(f"clinconsensus-eval: note: left out {old}: superseded by {newer}, a later attempt of the same task "
               "(an eval-set retry or inspect eval-retry of it)", file=sys.stderr)
@@ -126,8 +129,9 @@ def superseded(found: Sequence[Path]) -> dict[Path, Path]:
     a task's newest log is its log, as every attempt is seeded from the one before). Logs of one
     task are found by name (same folder, same ``<task>_<task id>`` after the timestamp), then
     confirmed by their headers: the same ``eval.task_id`` and model, the newer by ``eval.created``
-    as the logs record it. Only such groups are read (a header each); a log Inspect cannot read
-    supersedes nothing and is not superseded (the reader names it)."""
+    as the logs record it (strictly: logs created at the same instant, such as a log and its
+    ``inspect log convert`` copy, supersede neither). Only such groups are read (a header each); a
+    log Inspect cannot read supersedes nothing and is not superseded (the reader names it later)."""
     groups: dict[tuple[str, str], list[Path]] = {}
     for path in found:
         match = INSPECT_NAME.match(path.name) if is_inspect_log(path) else None
@@ -141,16 +145,18 @@ def superseded(found: Sequence[Path]) -> dict[Path, Path]:
         for path in paths:
             try:
                 spec = read_inspect_log(path, header_only=True).eval
-            except ClinConsensusError:
+            except Exception:  # any file at all may be in a folder: whatever it is, the reader names it later
                 continue
-            headers.append(((spec.task_id, spec.model), _instant(spec.created), str(path), path))
+            created = _instant(spec.created)
+            if created is not None:  # a time it does not record readably supersedes nothing, nor is superseded
+                headers.append(((spec.task_id, spec.model), created, str(path), path))
         by_task: dict[tuple[str, str], list] = {}
         for key, created, name, path in headers:
             by_task.setdefault(key, []).append((created, name, path))
         for attempts in by_task.values():
-            attempts.sort()
-            newest = attempts[-1][2]
-            out.update({path: newest for _, _, path in attempts[:-1]})
+            attempts.sort(key=lambda a: a[:2])
+            newest_at, _, newest = attempts[-1]
+            out.update({path: newest for created, _, path in attempts if created < newest_at})
     return out
 
 
@@ -172,14 +178,16 @@ def _find_remote(path) -> list:
     return found
 
 
-def _instant(created: str) -> tuple[float, str]:
-    """When a log was created, comparable across machines' time zones (ISO 8601 with its offset)."""
-    from datetime import datetime
+def _instant(created: str) -> float | None:
+    """When a log was created, comparable across machines' time zones (ISO 8601 with its offset;
+    without one, as Inspect would have written it: UTC); None when it is no such time."""
+    from datetime import datetime, timezone
 
     try:
-        return datetime.fromisoformat(created).timestamp(), created
+        when = datetime.fromisoformat(created)
     except (TypeError, ValueError):
-        return float("-inf"), str(created)
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def is_file(path) -> bool:

@@ -176,6 +176,7 @@ def test_a_campaign_across_machines_in_one_bucket(fake_server, bucket, tmp_path,
     runs = {line.split(": ", 1)[0].removeprefix("FAIL ") for line in refusals}
     assert killed.location not in runs and {done.location, rescored.location} <= runs and len(runs) == 3, out
     assert f"left out {killed.location}: superseded by {done.location}" in err  # named, never dropped silently
+    assert f"left {killed.location}: superseded by {done.location}, a later attempt of the same task; not checked" in out
 
     report = bucket.url("release-2026-12/reports/campaign.html")
     code, out, err = cli(capsys, "report", campaign, lmeval, "--output", report)

@@ -404,7 +404,10 @@ def test_a_review_exported_to_a_bucket_and_scored_from_it_equals_the_local_one(b
     for where in (local, remote):
         write_review(plan_review([run_of()], 4, None, 1, 0.0, 0), where)
     assert sorted(bucket.fs.ls(f"{bucket.name}/review")) == sorted(f"{bucket.name}/review/{p.name}" for p in local.iterdir())
-    assert bucket.fs.cat(f"{bucket.name}/review/physician_1.xlsx") == (local / "physician_1.xlsx").read_bytes()
+    from clinconsensus_tasks.run_records.review_sheets import read_sheet
+
+    bucket.fs.get(f"{bucket.name}/review/physician_1.xlsx", str(tmp_path / "fetched.xlsx"))  # (an XLSX holds its write time)
+    assert read_sheet(tmp_path / "fetched.xlsx").rows == read_sheet(local / "physician_1.xlsx").rows
     assert bucket.fs.cat(f"{bucket.name}/review/physician_1.csv") == (local / "physician_1.csv").read_bytes()
 
     fill_xlsx(local / "physician_1.xlsx", physician_met)  # the physician's filled sheet, put back beside the key

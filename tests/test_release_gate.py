@@ -225,8 +225,8 @@ def test_partial_edited_and_unofficial_runs_are_refused_in_both_frameworks(fake_
     samples.unlink()
     assert fails(gate(results, flags=flags), results) == [
         f"no samples file for clinconsensus beside {results.name}: nothing to check the numbers against; run lm_eval "
-        "with --log_samples; finish it: Inspect `inspect score LOG --overwrite --action overwrite` (asks only the judge), "
-        "lm-eval the same command again (verdict cache, --use_cache)"]
+        "with --log_samples; finish it: run the same lm_eval command again (verdict cache, --use_cache: nothing paid for "
+        "is asked again)"]
 
 
 def test_the_demo_is_not_a_release_run_and_the_gate_says_why_in_one_line_each(fake_server, tmp_path):

@@ -77,7 +77,35 @@ def test_the_report_lists_the_superseded_log_and_the_gate_checks_only_the_newest
     assert cli_main(["summarize", "--strict", str(logs)]) == 1
     out = capsys.readouterr().out
     assert f"FAIL {killed}" not in out and f"FAIL {done}" in out
+    assert f"left {killed}: superseded by {done}, a later attempt of the same task; not checked\n" in out  # in the gate's own record
     # A log that stopped while its samples were being run is finished by running them, not by scoring.
     (started,) = [line for line in out.splitlines() if line.startswith(f"FAIL {running}: status started")]
     assert started.endswith("finish it: run the same `inspect eval-set` command again, or `inspect eval-retry LOG` (asks the "
                             "model only for the samples the log does not hold)")
+
+
+def test_a_log_named_and_in_a_folder_given_is_read_and_not_noted_as_left_out(campaign, capsys):
+    logs, killed, done, running = campaign
+    for order in ([killed, logs], [logs, killed]):
+        found = find_logs(order)
+        assert sorted(found) == sorted([killed, running, done]) and found.superseded == []
+        assert "left out" not in capsys.readouterr().err
+
+
+def test_logs_created_at_the_same_instant_supersede_neither(tmp_path):
+    # A log and its `inspect log convert` copy: the same header, the same created time.
+    log = write_log(tmp_path, "2026-11-27T07:00:00+00:00", "TASKID", "success")
+    copy = tmp_path / log.name.replace(".eval", ".json")
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    write_eval_log(read_eval_log(str(log)), str(copy))
+    assert superseded([log, copy]) == {}
+
+
+def test_a_file_that_is_no_log_beside_a_log_of_its_name_is_named_by_the_reader_not_raised_here(tmp_path, capsys):
+    log = write_log(tmp_path, "2026-11-27T07:00:00+00:00", "TASKID", "started")
+    bad = tmp_path / "2026-11-27T08-00-00-00-00_clinconsensus_TASKID.json"
+    bad.write_text('{"status": "success"}', encoding="utf-8")  # JSON, but no 'eval': Inspect's reader asserts
+    assert superseded([log, bad]) == {}
+    assert cli_main(["summarize", "--strict", str(tmp_path)]) == 2
+    assert f"{bad}: not a readable Inspect log" in capsys.readouterr().err

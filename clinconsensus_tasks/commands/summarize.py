@@ -154,6 +154,8 @@ def _release_gate(args: argparse.Namespace) -> int:
         print(f"no run to check in {', '.join(args.logs)} (Inspect logs or lm-eval results/samples files)", file=sys.stderr)
         return 1
     failed = 0
+    for old, newer in runs.superseded:
+        print(f"left {old}: superseded by {newer}, a later attempt of the same task; not checked")
     for read in runs:
         facts = read()
         if review is not None and facts.benchmark == CLINCONSENSUS:

@@ -105,13 +105,15 @@ Check = Callable[[RunFacts, ReleaseBar], list[str]]
 
 
 def _finished(run: RunFacts, bar: ReleaseBar) -> list[str]:
-    hint = ("finish it: Inspect `inspect score LOG --overwrite --action overwrite` (asks only the judge), lm-eval the same "
-            "command again (verdict cache, --use_cache)")
-    # A log that stopped while samples were still being run (killed, cancelled, or still running):
-    # scoring cannot give it the answers it lacks; a new attempt asks only for those.
-    resume = ("finish it: run the same `inspect eval-set` command again, or `inspect eval-retry LOG` (asks the model only "
-              "for the samples the log does not hold)")
-    return [f"{why}; {resume if why.startswith(('status started', 'status cancelled')) else hint}" for why in run.unfinished]
+    # What did not finish is finished by running it again: `inspect score` cannot give a log the
+    # answers it lacks (a run the judge failure policy ended is not here: its samples decide).
+    hint = (RESUME_INSPECT if run.framework == "inspect" else
+            "finish it: run the same lm_eval command again (verdict cache, --use_cache: nothing paid for is asked again)")
+    return [f"{why}; {hint}" for why in run.unfinished]
+
+
+RESUME_INSPECT = ("finish it: run the same `inspect eval-set` command again, or `inspect eval-retry LOG` (asks the model only "
+                  "for the samples the log does not hold)")
 
 
 def _version(run: RunFacts, bar: ReleaseBar) -> list[str]:

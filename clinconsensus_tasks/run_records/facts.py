@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.log_files import (
-    CLIMEDBENCH, CLINCONSENSUS, benchmark_of, ended_by_judge_policy, find_logs, is_file, is_inspect_log, is_lmeval_results, is_lmeval_samples,
+    CLIMEDBENCH, CLINCONSENSUS, benchmark_of, ended_by_judge_policy, Found, find_logs, is_file, is_inspect_log, is_lmeval_results, is_lmeval_samples,
     lmeval_run_key, lmeval_task, read_inspect_log as read_eval,
 )
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import reported_thresholds
@@ -212,7 +212,9 @@ def gate_runs(paths: Sequence[str | Path]) -> list[Callable[[], RunFacts]]:
         elif is_lmeval_samples(path) and path not in claimed:
             readers.append(lambda p=path: RunFacts(str(p), "lm-eval", benchmark_of(p),
                                                    unfinished=[f"no lm-eval results file beside {p.name}: the run did not finish"]))
-    return readers
+    found = Found(readers)
+    found.superseded = files.superseded  # left out, and said so: the gate prints them with its verdicts
+    return found
 
 
 def _lmeval_readers(results: Path, claimed: set[Path], only: str = "",

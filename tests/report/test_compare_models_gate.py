@@ -28,8 +28,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
 
 N_CASES = 4
-FINISH = ("finish it: Inspect `inspect score LOG --overwrite --action overwrite` (asks only the judge), lm-eval the same "
-          "command again (verdict cache, --use_cache)")
+FINISH = "finish it: run the same lm_eval command again (verdict cache, --use_cache: nothing paid for is asked again)"
 LIMIT = "a part of the data (--limit 2): run every case, without --limit"
 REFUSED = f"REFUSED: the candidate run is not fit to compare ({COMPARISON_PROFILE}); nothing was compared"
 
