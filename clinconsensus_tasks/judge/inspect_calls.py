@@ -241,8 +241,8 @@ def judge_text(output: ModelOutput) -> str:
 RESUME_HINT = (
     "No model answer is lost: every case is in the log with its answer and the verdicts obtained (also in "
     "Inspect's response cache, judge_cache=true). Once the judge works, finish the run by asking only the "
-    "judge: `inspect score LOG_FILE --overwrite --action overwrite` (not `inspect eval-retry`, which "
-    "generates the answers again), then check it with `clinconsensus-eval summarize --strict LOG_FILE`."
+    "judge: `inspect score LOG_FILE --overwrite --action overwrite` (not `inspect eval-retry`, which keeps every "
+    "sample as it is, failed verdicts included), then check it with `clinconsensus-eval summarize --strict LOG_FILE`."
 )
 CHECK_HINT = "Check the grader role's model name, base URL and API key (-T judge_check=false skips this check)."
 THRESHOLD_SETTING = f"-T judge_failure_threshold (or {ENV_FAILURE_THRESHOLD})"
@@ -324,7 +324,7 @@ class JudgeFailurePolicy:
             reasons = "; ".join(f"{label} x{n}" for label, n in run.reasons.most_common(2))
             _say_last(f"{run.failed} of {run.judged} judge verdicts failed ({reasons}); every answer is kept in the "
                       "log. Once the judge works, finish the run by asking only the judge: inspect score LOG_FILE "
-                      "--overwrite --action overwrite. Do not use inspect eval-retry: it pays for every answer again.")
+                      "--overwrite --action overwrite. Not inspect eval-retry: it keeps every sample as it is, failed verdicts included.")
             raise JudgeFailureError(run.message(self.threshold, RESUME_HINT, THRESHOLD_SETTING)) from None
         return {"planned_judgments": self.planned, "judged": self.tally.judged, "failed_judgments": run.failed,
                 "unjudged": run.judged - self.tally.judged, "threshold": self.threshold}

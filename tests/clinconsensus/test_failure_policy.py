@@ -258,7 +258,15 @@ def test_a_judge_that_dies_after_the_check_is_known_in_seconds_and_the_last_word
     assert 0 < sent <= 25, sent
     last = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()][-1]
     assert last.startswith("ClinConsensus: 120 of 120 judge verdicts failed") and "inspect score LOG_FILE" in last
-    assert "Do not use inspect eval-retry" in last
+    assert last.endswith("Not inspect eval-retry: it keeps every sample as it is, failed verdicts included.")
+    # Which is what eval-retry does (on another machine: no response cache): no answer and no verdict asked again.
+    (log,) = (tmp_path / "logs").glob("*.eval")
+    before = dict(fake_server.stats()["calls"])
+    retried = subprocess.run([str(BIN / "inspect"), "eval-retry", str(log), "--log-dir", str(tmp_path / "retried")],
+                             env={**env, "INSPECT_CACHE_DIR": str(tmp_path / "another-machine")}, capture_output=True, text=True, timeout=300)
+    assert "ClinConsensus: 120 of 120 judge verdicts failed" in retried.stdout + retried.stderr
+    calls = fake_server.stats()["calls"]
+    assert calls.get("cand-model", 0) == before.get("cand-model", 0) and calls["judge-down"] - before["judge-down"] <= 1  # the judge check
     # lm-eval, same judge: the same outcome (the policy stops the run), as few requests.
     fake_server.reset()
     with pytest.raises(JudgeFailureError, match="120 of 120 judge verdicts failed"):
