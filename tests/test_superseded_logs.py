@@ -80,8 +80,8 @@ def test_the_report_lists_the_superseded_log_and_the_gate_checks_only_the_newest
     assert f"left {killed}: superseded by {done}, a later attempt of the same task; not checked\n" in out  # in the gate's own record
     # A log that stopped while its samples were being run is finished by running them, not by scoring.
     (started,) = [line for line in out.splitlines() if line.startswith(f"FAIL {running}: status started")]
-    assert started.endswith("finish it: run the same `inspect eval-set` command again, or `inspect eval-retry LOG` (asks the "
-                            "model only for the samples the log does not hold)")
+    assert started.endswith("finish it, once no process is still writing it: run the same `inspect eval-set` command again, or "
+                            "`inspect eval-retry LOG` (asks the model only for the samples the log does not hold)")
 
 
 def test_a_log_named_and_in_a_folder_given_is_read_and_not_noted_as_left_out(campaign, capsys):

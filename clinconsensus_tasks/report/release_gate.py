@@ -112,8 +112,8 @@ def _finished(run: RunFacts, bar: ReleaseBar) -> list[str]:
     return [f"{why}; {hint}" for why in run.unfinished]
 
 
-RESUME_INSPECT = ("finish it: run the same `inspect eval-set` command again, or `inspect eval-retry LOG` (asks the model only "
-                  "for the samples the log does not hold)")
+RESUME_INSPECT = ("finish it, once no process is still writing it: run the same `inspect eval-set` command again, or "
+                  "`inspect eval-retry LOG` (asks the model only for the samples the log does not hold)")
 
 
 def _version(run: RunFacts, bar: ReleaseBar) -> list[str]:
