@@ -396,6 +396,6 @@ def metadata_section(runs: Runs) -> Section:
                                     [[r["model"], str(r["model_args"] or ""), ", ".join(r["tasks"]), r["path"]] for r in runs.results_files],
                                     collapsed=True))
     if runs.skipped:
-        section.tables.append(Table("Skipped logs (unfinished or empty)", ["log", "reason"], [[p, why] for p, why in runs.skipped]))
+        section.tables.append(Table("Skipped logs (unfinished, empty, or superseded by a later attempt)", ["log", "reason"], [[p, why] for p, why in runs.skipped]))
     section.tables.append(Table("Report built with", ["package", "version"], [[k, v] for k, v in package_versions().items()], collapsed=True))
     return section

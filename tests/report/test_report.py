@@ -388,7 +388,7 @@ def test_folders_are_read_and_unfinished_or_empty_logs_skipped(runs, tmp_path, c
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     for title in ("Leaderboard (bootstrap: resampled cases)", "Per-scenario scores", "Dimensions"):
         assert markdown_table(md, title) == markdown_table(runs["md"], title)
-    assert "### Skipped logs (unfinished or empty)" in md
+    assert "### Skipped logs (unfinished, empty, or superseded by a later attempt)" in md
 
 
 # -- lm-eval files ---------------------------------------------------------------------------------
