@@ -24,7 +24,6 @@ import itertools
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,30 +31,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from campaign_machines import eval_set, wait_for  # noqa: E402  (the test's machines)
 
-BIN = Path(sys.executable).parent
 ANSWER = "建议完善血常规、肝肾功能及影像学检查，明确诊断后规范治疗，并密切随访。"
-
-
-def machine_env(folder: Path, base: dict[str, str]) -> dict[str, str]:
-    return dict(base, INSPECT_CACHE_DIR=str(folder / "inspect-cache"), CLINCONSENSUS_CACHE_DIR=str(folder / "verdicts"),
-                XDG_DATA_HOME=str(folder / "data"))
-
-
-def eval_set(log_dir: str, folder: Path, base: dict[str, str]) -> subprocess.Popen:
-    folder.mkdir(parents=True, exist_ok=True)
-    command = [str(BIN / "inspect"), "eval-set", "clinconsensus_tasks/clinconsensus", "-T", "data=sample",
-               "--model", "openai-api/cand/cand-a", "--model-role", "grader=openai-api/judge/judge-model",
-               "--log-dir", log_dir, "--id", "bench", "--log-dir-allow-dirty", "--max-retries", "1", "--display", "none"]
-    return subprocess.Popen(command, env=machine_env(folder, base), stdout=(folder / "out.txt").open("a"), stderr=subprocess.STDOUT)
-
-
-def wait_for(condition, seconds: float = 300) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError
-        time.sleep(0.25)
 
 
 def one(where: str, answered: int, server, bucket: str, base: dict[str, str], root: Path) -> dict[str, int]:
@@ -72,9 +50,9 @@ def one(where: str, answered: int, server, bucket: str, base: dict[str, str], ro
 
     server.script("cand-a", endpoint)
     first = root / where / "machine-1"
-    run = eval_set(log_dir, first, base)
+    run = eval_set(log_dir, first, "cand-a", "judge-model", "--display", "none", campaign="bench", base=base)
     try:
-        wait_for(lambda: server.stats()["calls"].get("judge-model", 0) >= 1 + answered * 30)
+        wait_for(lambda: server.stats()["calls"].get("judge-model", 0) >= 1 + answered * 30, "the answers to be judged", 300)
         time.sleep(2)  # the last answers' scoring done; well inside Inspect's 60 s flush of a waiting sample
     finally:
         run.send_signal(signal.SIGKILL)
@@ -84,7 +62,8 @@ def one(where: str, answered: int, server, bucket: str, base: dict[str, str], ro
     held = len(read_eval_log_sample_summaries(killed.name))
     before = dict(server.stats()["calls"])
     server.script("cand-a", lambda req: ANSWER)
-    again = eval_set(log_dir, first if where == "same-machine" else root / where / "machine-2", base)
+    again = eval_set(log_dir, first if where == "same-machine" else root / where / "machine-2", "cand-a", "judge-model",
+                     "--display", "none", campaign="bench", base=base)
     if again.wait(600) != 0:
         raise RuntimeError(f"the second attempt failed: see {root / where}")
     calls = server.stats()["calls"]

@@ -174,6 +174,15 @@ def same_location(a: Any, b: Any) -> bool:
     return Path(a).resolve() == Path(b).resolve()
 
 
+def file_sha256(path: str | os.PathLike[str] | Any) -> str:
+    """The sha256 of a local file or of the object a URL names (an error names the URL)."""
+    import hashlib
+
+    where = location(path)
+    with storage_errors(where):
+        return hashlib.sha256(where.read_bytes()).hexdigest()
+
+
 def is_remote_file(path: Any) -> bool:
     """Whether a remote ``path`` is an object (one request; an error names the URL)."""
     with storage_errors(path):

@@ -19,55 +19,26 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import signal
 import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
+from campaign_machines import BIN, eval_set, machine_env, wait_for
 from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
 
 pytestmark = pytest.mark.slow
 
-BIN = Path(sys.executable).parent
 CASES = len(load_cases("sample").cases)  # 12
 ANSWER = "建议完善血常规、肝肾功能及影像学检查，明确诊断后规范治疗，并密切随访。"
 VERDICT_MET = json.dumps({"explanation": "回答满足该标准。", "criteria_met": True}, ensure_ascii=False)
 ANSWERED_BEFORE_KILL = 6
 FLUSH_EVERY = 4  # Inspect's default log buffer for a 12-sample .eval log: max(1, min(12 // 3, 10))
+RETRIES = ("--retry-attempts", "1", "--retry-wait", "1", "--display", "plain")
 NOT_RELEASE = ("the bundled synthetic sample", "judge prompt project", "judged by the project's stand-in")
-
-
-def machine_env(machine: Path) -> dict[str, str]:
-    """A machine's own local disk: Inspect's response cache (which holds the judge's verdicts on
-    Inspect's default judge path), the project's verdict cache (lm-eval, ``judge_calls=direct``)
-    and Inspect's data folder (its sample buffer)."""
-    return dict(os.environ, INSPECT_CACHE_DIR=str(machine / "inspect-cache"), CLINCONSENSUS_CACHE_DIR=str(machine / "verdicts"),
-                XDG_DATA_HOME=str(machine / "data"))
-
-
-def eval_set(log_dir: str, machine: Path, model: str, judge: str) -> subprocess.Popen:
-    """``inspect eval-set`` as a team runs it on each machine (``--id`` names the campaign, so
-    every machine writes logs of the same eval set; ``--log-dir-allow-dirty`` because the other
-    machines' logs are in the same folder)."""
-    command = [str(BIN / "inspect"), "eval-set", "clinconsensus_tasks/clinconsensus", "-T", "data=sample",
-               "--model", f"openai-api/cand/{model}", "--model-role", f"grader=openai-api/judge/{judge}",
-               "--log-dir", log_dir, "--id", "release-2026-12", "--log-dir-allow-dirty",
-               "--retry-attempts", "1", "--retry-wait", "1", "--max-retries", "1", "--display", "plain"]
-    machine.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen(command, env=machine_env(machine), stdout=(machine / "out.txt").open("a"), stderr=subprocess.STDOUT)
-
-
-def wait_for(condition, what: str, seconds: float = 240) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.25)
 
 
 def logs_of(log_dir: str) -> dict[str, list]:
@@ -111,8 +82,8 @@ def test_a_campaign_across_machines_in_one_bucket(fake_server, bucket, tmp_path,
     fake_server.script("judge-dies", lambda req: VERDICT_MET if next(verdicts) < 30 else (500, "judge crashed"))
 
     # Two machines start the campaign: machine 1 runs cand-a, machine 2 runs cand-b.
-    machine_1 = eval_set(campaign, tmp_path / "machine-1", "cand-a", "judge-model")
-    machine_2 = eval_set(campaign, tmp_path / "machine-2", "cand-b", "judge-dies")
+    machine_1 = eval_set(campaign, tmp_path / "machine-1", "cand-a", "judge-model", *RETRIES)
+    machine_2 = eval_set(campaign, tmp_path / "machine-2", "cand-b", "judge-dies", *RETRIES)
     try:
         # Machine 1 dies once its 6 answers are judged (30 verdicts each), before its log buffer is full again.
         wait_for(lambda: fake_server.stats()["calls"].get("judge-model", 0) >= 1 + ANSWERED_BEFORE_KILL * 30,
@@ -136,7 +107,7 @@ def test_a_campaign_across_machines_in_one_bucket(fake_server, bucket, tmp_path,
     # Another machine runs the same eval-set command again: it finishes cand-a and asks the model
     # again only for the samples the log did not hold.
     fake_server.script("cand-a", lambda req: ANSWER)
-    machine_3 = eval_set(campaign, tmp_path / "machine-3", "cand-a", "judge-model")
+    machine_3 = eval_set(campaign, tmp_path / "machine-3", "cand-a", "judge-model", *RETRIES)
     assert machine_3.wait(300) == 0, (tmp_path / "machine-3" / "out.txt").read_text()[-3000:]  # its eval set (cand-a) is complete
     asked_again = fake_server.stats()["calls"]["cand-a"] - asked_before
     assert asked_again == CASES - FLUSH_EVERY  # 8: the 2 answers lost with the buffer, and the 6 never given

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import math
 import os
@@ -26,7 +25,7 @@ from clinconsensus_tasks.adaptive.engine import AdaptiveSession, ItemBank, build
 from clinconsensus_tasks.climedbench.dataset import load_scenario
 from clinconsensus_tasks.climedbench.logs import read_item_log
 from clinconsensus_tasks.log_files import CLIMEDBENCH, benchmark_logs, is_file, is_lmeval_samples
-from clinconsensus_tasks.storage import location, make_folder, open_binary, output_location, storage_errors, write_text
+from clinconsensus_tasks.storage import file_sha256, location, make_folder, open_binary, output_location, storage_errors, write_text
 from clinconsensus_tasks.errors import ConfigurationError, DataValidationError
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult, item_key, score_item
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, build_prompt
@@ -82,18 +81,13 @@ def calibrate(paths: Sequence[str], output: str | Path, model: str = "3PL") -> I
     if len(models) < 2:
         raise DataValidationError([f"calibration needs results of at least two models (or synthetic examinees), found {len(models)}"])
     provenance = {
-        "sources": [{"path": str(p), "sha256": _sha256(p)} for p in paths],
+        "sources": [{"path": str(p), "sha256": file_sha256(p)} for p in paths],
         "models": models,
     }
     bank = calibrate_bank(matrix, items, [i.split(":", 1)[0] for i in items], model=model, provenance=provenance)
     bank.save(output)
     return bank
 
-
-def _sha256(path: str | Path) -> str:
-    where = location(path)
-    with storage_errors(where):
-        return hashlib.sha256(where.read_bytes()).hexdigest()
 
 
 # -- asking one model ------------------------------------------------------------------------------

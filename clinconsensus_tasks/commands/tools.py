@@ -23,7 +23,7 @@ from clinconsensus_tasks.scorers.agreement import Confusion, verdict_report
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, per_criterion_messages
-from clinconsensus_tasks.storage import location, make_folder, output_location, storage_errors, write_text
+from clinconsensus_tasks.storage import file_sha256, location, make_folder, output_location, storage_errors, write_text
 
 # -- comparing two sets of verdicts ----------------------------------------------------------------
 
@@ -173,7 +173,7 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
         "judge_prompts": sorted({f"{name} sha256 {sha}" for name, sha in templates}),
         "judge": judge,
         "judge_models": sorted(j for j in judges if j),
-        "sources": [{"path": str(p), "sha256": _sha256(p)} for p in logs],
+        "sources": [{"path": str(p), "sha256": file_sha256(p)} for p in logs],
         "dev_share": dev_share,
         "seed": seed,
         "files": files,
@@ -183,12 +183,6 @@ def export_sft(logs: Sequence[str], output: str | Path, judge: str = "reference"
     write_text(output / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=2) + "\n")
     return manifest
 
-
-def _sha256(path: str | Path) -> str:
-    """The sha256 of a local file or of the object a URL names."""
-    where = location(path)
-    with storage_errors(where):
-        return hashlib.sha256(where.read_bytes()).hexdigest()
 
 
 def judged_with(record: LoggedCase, templates: dict[tuple[str, str], Any]) -> Any:
