@@ -4,7 +4,11 @@ lm-eval's ``--use_cache`` caches the model's answers only, not calls a filter ma
 verdicts get their own cache. Entries are keyed by a hash of the judge's base URL and model name,
 the exact messages and the decoding settings (another server with the same model name is another
 judge), and live in one SQLite file (write-ahead log: readers and a
-writer do not block each other, and a crash loses at most the entry being written).
+writer do not block each other, and a crash loses at most the entry being written). Several
+processes may open the same file at the same instant (the ranks of a multi-GPU lm-eval run, two
+runs started together): every statement waits for another's lock, and the steps of opening are
+tried again where SQLite answers "locked" without waiting (docs/lm-eval.md says what a shared
+folder on a network file system can and cannot promise).
 """
 
 from __future__ import annotations
@@ -69,6 +73,24 @@ def check_cache_file(directory: str | Path | None = None) -> str | None:
                 "empty cache (CLINCONSENSUS_JUDGE_CACHE=0 runs without a cache)")
 
 
+BUSY_SECONDS = 30.0  # how long a statement waits for another process's lock before "database is locked"
+OPEN_ATTEMPTS = 20  # SQLite answers BUSY without waiting in a few states (a switch to WAL or a WAL
+                    # recovery under way in another process): the open steps are tried again
+
+
+def _with_retries(step: Any) -> None:
+    """Run an opening step, again after a short pause while SQLite says the file is locked or busy."""
+    for attempt in range(OPEN_ATTEMPTS):
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if attempt == OPEN_ATTEMPTS - 1 or not ("locked" in text or "busy" in text):
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
 class JudgeCache:
     """Key-value store of judge outputs in ``<dir>/judge_cache.sqlite3``."""
 
@@ -77,10 +99,30 @@ class JudgeCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / CACHE_FILE
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        # The busy timeout is set by connect() before any statement: every lock another process
+        # holds (its writes, its schema change, its switch to WAL) is waited for, not an error.
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_SECONDS)
+        _with_retries(self._use_wal)
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS judge (key TEXT PRIMARY KEY, output TEXT NOT NULL)")
+        _with_retries(self._make_table)
+
+    def _use_wal(self) -> None:
+        """Switch the file to write-ahead logging once: a file already in WAL (every opener after the
+        first) is left as it is, so openers at the same instant do not all ask for the exclusive lock."""
+        if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            self._db.execute("PRAGMA journal_mode=WAL")
+
+    def _make_table(self) -> None:
+        """The table, created by one opener: the check and the creation in one write transaction."""
+        if self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'judge'").fetchone():
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("CREATE TABLE IF NOT EXISTS judge (key TEXT PRIMARY KEY, output TEXT NOT NULL)")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
 
     def get(self, key: str) -> str | None:
         with self._lock:
