@@ -1,18 +1,40 @@
-"""Agreement between two sets of binary verdicts: two judges, a judge and physicians, two modes.
+"""Agreement between raters of binary verdicts, and the one case bootstrap behind every interval.
 
-ClinConsensus is graded by two judges (an API judge and a distilled local judge) and the question a
-user asks is whether the cheaper one can stand in for the other. These statistics answer it on
-criterion verdicts (percent agreement, Cohen's kappa, macro-F1, precision and recall on "met") and on
-case results (correlation of per-case met counts, CACS difference). Degenerate cases follow
-scikit-learn: kappa is NaN when chance agreement is 1 (both raters used one and the same class),
-and F1, precision and recall are 0 where their denominator is 0.
+ClinConsensus is graded by judges (an API judge, a distilled local judge, a jury) and checked
+against physicians; the question each comparison answers is whether one rater can stand in for
+another. One place defines each statistic and each interval, and every caller uses it: the dual
+judge's agreement, the jury, the audit, the physician review and the report.
+
+* **Statistics** of a 2x2 confusion: percent agreement, Cohen's kappa, macro F1 (HealthBench's
+  meta-evaluation metric), precision and recall of "met"; Fleiss' kappa of several raters.
+  **Undefined is NaN, never 0**: kappa when chance agreement is 1 (both raters used one and the same
+  class), precision / recall / F1 of a class with no rows, macro F1 when either F1 is undefined.
+  Printed as n/a, written as ``null`` in JSON (``clinconsensus_tasks.json_output``).
+* **The case bootstrap** (:func:`case_draws`, :func:`bootstrap`): the 30 criteria of a case are
+  judged on one answer and are not independent, so cases are resampled, never rows. A resample is a
+  vector of case multiplicities; each case's additive parts (a confusion's four counts, Fleiss'
+  sums, a metric's per-case term) are summed once into a per-case matrix, so a resample's pooled
+  parts are one matrix product. The interval is the 2.5th and 97.5th percentiles of the resampled
+  statistic, over the resamples where it is defined; it is undefined (NaN) when fewer than
+  :data:`MIN_CASES` cases contribute to the statistic (every resample would be the one case again,
+  and the interval would look exact).
+* **Samples of cases** (:func:`allocate`, :func:`stratified_draw`): the one stratified draw the
+  audit and the physician review make, each with its own allocation rule.
 """
 
 from __future__ import annotations
 
 import math
+import random
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+
+import numpy as np
+
+Z_95 = 1.959963984540054
+RESAMPLES, LEVEL = 1000, 0.95
+MIN_CASES = 2  # the fewest contributing cases that give an interval
 
 
 @dataclass(frozen=True)
@@ -63,16 +85,19 @@ def cohen_kappa(c: Confusion) -> float:
 
 
 def precision_recall_f1(c: Confusion, positive: bool = True) -> tuple[float, float, float]:
-    """Precision, recall and F1 of the second rater against the reference for one class."""
+    """Precision, recall and F1 of the second rater against the reference for one class; each NaN
+    where its denominator is 0 (the second rater never said the class, the reference never did,
+    neither did): no rows of a class say nothing about how it is recognised."""
     tp, fp, fn = (c.tp, c.fp, c.fn) if positive else (c.tn, c.fn, c.fp)
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn else 0.0
+    precision = tp / (tp + fp) if tp + fp else math.nan
+    recall = tp / (tp + fn) if tp + fn else math.nan
+    f1 = 2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn else math.nan
     return precision, recall, f1
 
 
 def macro_f1(c: Confusion) -> float:
-    """Unweighted mean of the F1 of "met" and of "not met"."""
+    """Unweighted mean of the F1 of "met" and of "not met"; NaN when either is undefined (a class
+    neither rater used: the mean of one F1 and a stand-in 0 would read as a verdict on the rater)."""
     return (precision_recall_f1(c, True)[2] + precision_recall_f1(c, False)[2]) / 2
 
 
@@ -127,3 +152,171 @@ def fleiss_from_parts(items: float, agreement: float, met_votes: float, raters: 
 def fleiss_kappa(met_votes: Sequence[int], raters: int) -> float:
     """Fleiss' kappa of binary verdicts: each item given by its "met" votes out of ``raters``."""
     return fleiss_from_parts(*fleiss_parts(met_votes, raters), raters)
+
+
+# -- intervals: the one case bootstrap ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its standard error and interval; ``cases``: the cases that contributed
+    (``None`` where the interval is not a resample of cases)."""
+
+    estimate: float
+    stderr: float
+    low: float
+    high: float
+    cases: int | None = None
+
+    @classmethod
+    def around(cls, estimate: float, stderr: float, z: float = Z_95) -> Interval:
+        return cls(estimate, stderr, estimate - z * stderr, estimate + z * stderr)
+
+    @classmethod
+    def undefined(cls, estimate: float = math.nan, cases: int | None = None) -> Interval:
+        return cls(estimate, math.nan, math.nan, math.nan, cases)
+
+    def to_dict(self) -> dict[str, float]:
+        out: dict[str, float] = {"estimate": self.estimate, "stderr": self.stderr, "low": self.low, "high": self.high}
+        if self.cases is not None:
+            out["cases"] = self.cases
+        return out
+
+
+def case_draws(cases: int, resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
+    """How often each of ``cases`` cases is drawn in each of ``resamples`` resamples of cases with
+    replacement (``resamples`` x ``cases`` counts). The draws are numpy's ``integers`` indices for
+    ``seed``, counted: the same resamples the report has always drawn, as weights."""
+    if cases == 0:
+        return np.zeros((resamples, 0), dtype=np.int64)
+    index = np.random.default_rng(seed).integers(0, cases, size=(resamples, cases))
+    offset = index + cases * np.arange(resamples)[:, None]
+    return np.bincount(offset.ravel(), minlength=resamples * cases).reshape(resamples, cases)
+
+
+def percentile_interval(estimate: float, drawn: Sequence[float] | np.ndarray, cases: int, level: float = LEVEL) -> Interval:
+    """The percentile interval of the resampled statistic ``drawn`` (NaN draws, resamples where the
+    statistic is undefined, are left out); undefined from fewer than :data:`MIN_CASES` contributing
+    ``cases``, fewer than two defined draws, or an undefined estimate."""
+    values = np.asarray(drawn, dtype=float)
+    finite = values[np.isfinite(values)]
+    if cases < MIN_CASES or len(finite) < 2 or not math.isfinite(estimate):
+        return Interval.undefined(estimate, cases)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(finite, [tail, 100 - tail])
+    return Interval(estimate, float(finite.std(ddof=1)), float(low), float(high), cases)
+
+
+def bootstrap(per_case: np.ndarray, statistic: Callable[[np.ndarray], float], draws: np.ndarray,
+              contributing: np.ndarray | None = None, level: float = LEVEL) -> Interval:
+    """``statistic`` of the pooled parts (the column sums of ``per_case``, one row per case) with its
+    percentile interval over ``draws`` (:func:`case_draws`). ``contributing`` marks the cases whose
+    parts enter the statistic (default: a row with any non-zero part)."""
+    per_case = np.asarray(per_case, dtype=float)
+    if contributing is None:
+        contributing = per_case.any(axis=1)
+    estimate = statistic(per_case.sum(axis=0))
+    drawn = [statistic(row) for row in draws @ per_case]
+    return percentile_interval(estimate, drawn, int(np.count_nonzero(contributing)), level)
+
+
+CONFUSION_STATISTICS: dict[str, tuple[Callable[[Confusion], float], tuple[int, ...]]] = {
+    # name -> (statistic, the confusion parts [tp, tn, fp, fn] a case must hold to contribute)
+    "percent_agreement": (percent_agreement, (0, 1, 2, 3)),
+    "kappa": (cohen_kappa, (0, 1, 2, 3)),
+    "macro_f1": (macro_f1, (0, 1, 2, 3)),
+    "precision_met": (lambda c: precision_recall_f1(c, True)[0], (0, 2)),
+    "recall_met": (lambda c: precision_recall_f1(c, True)[1], (0, 3)),
+}
+
+
+def confusion_matrix(pairs_by_case: Mapping[Hashable, Iterable[tuple[bool, bool]]], keys: Sequence[Hashable]) -> np.ndarray:
+    """One row per case of ``keys``: its confusion's counts [tp, tn, fp, fn]."""
+    rows = [Confusion.of(pairs_by_case.get(k, ())) for k in keys]
+    return np.array([[c.tp, c.tn, c.fp, c.fn] for c in rows], dtype=float).reshape(len(keys), 4)
+
+
+def _of_parts(statistic: Callable[[Confusion], float]) -> Callable[[np.ndarray], float]:
+    return lambda parts: statistic(Confusion(*(int(round(x)) for x in parts)))
+
+
+def confusion_intervals(pairs_by_case: Mapping[Hashable, Iterable[tuple[bool, bool]]], resamples: int = RESAMPLES, seed: int = 0,
+                        level: float = LEVEL, names: Sequence[str] = tuple(CONFUSION_STATISTICS)) -> dict[str, Interval]:
+    """Each statistic ``names`` of (reference, other) verdict pairs pooled over cases, with its case
+    bootstrap interval; a case contributes to a statistic when it holds rows of the parts it reads
+    (precision of met: cases where the second rater said met)."""
+    keys = sorted(pairs_by_case, key=repr)
+    per_case = confusion_matrix(pairs_by_case, keys)
+    draws = case_draws(len(keys), resamples, seed)
+    out = {}
+    for name in names:
+        statistic, parts = CONFUSION_STATISTICS[name]
+        out[name] = bootstrap(per_case, _of_parts(statistic), draws, per_case[:, list(parts)].any(axis=1), level)
+    return out
+
+
+def kappa_interval(pairs_by_case: Mapping[Hashable, Iterable[tuple[bool, bool]]], resamples: int = RESAMPLES, seed: int = 0,
+                   level: float = LEVEL) -> Interval:
+    """Cohen's kappa of verdict pairs pooled over cases, with its case bootstrap interval."""
+    return confusion_intervals(pairs_by_case, resamples, seed, level, ("kappa",))["kappa"]
+
+
+def fleiss_interval(votes_by_case: Mapping[Hashable, Sequence[int]], raters: int, resamples: int = RESAMPLES, seed: int = 0,
+                    level: float = LEVEL) -> Interval:
+    """Fleiss' kappa of ``raters`` raters over every item of every case (an item given by its met
+    votes, :func:`fleiss_parts`), with its case bootstrap interval."""
+    keys = sorted(votes_by_case, key=repr)
+    per_case = np.array([fleiss_parts(votes_by_case[k], raters) for k in keys], dtype=float).reshape(len(keys), 3)
+    return bootstrap(per_case, lambda parts: fleiss_from_parts(*parts, raters), case_draws(len(keys), resamples, seed),
+                     per_case[:, 0] > 0, level)
+
+
+def mean_intervals(per_case: np.ndarray, resamples: int = RESAMPLES, seed: int = 0, level: float = LEVEL) -> list[Interval]:
+    """The mean of each column of ``per_case`` (one row per case: a metric's per-case term) with its
+    case bootstrap interval, every column from the same resamples in one matrix product."""
+    per_case = np.asarray(per_case, dtype=float)
+    cases = per_case.shape[0]
+    if cases == 0:
+        return [Interval.undefined(cases=0) for _ in range(per_case.shape[1] if per_case.ndim == 2 else 0)]
+    means = case_draws(cases, resamples, seed) @ per_case / cases
+    estimate = per_case.mean(axis=0)
+    return [percentile_interval(float(estimate[j]), means[:, j], cases, level) for j in range(per_case.shape[1])]
+
+
+# -- samples of cases ------------------------------------------------------------------------------------
+
+
+def allocate(sizes: Mapping[Hashable, int], n: int) -> dict[Hashable, int]:
+    """``n`` draws shared among strata in proportion to their ``sizes`` (largest remainders, ties by
+    the stratum's order), none above a stratum's size. ``n`` above the total takes every case."""
+    total = sum(sizes.values())
+    n = min(n, total)
+    if n <= 0 or total == 0:
+        return {s: 0 for s in sizes}
+    quotas = {s: n * size / total for s, size in sizes.items()}
+    out = {s: math.floor(q) for s, q in quotas.items()}
+    order = sorted(sizes, key=lambda s: (-(quotas[s] - out[s]), repr(s)))
+    short = n - sum(out.values())
+    for s in order:
+        if short == 0:
+            break
+        if out[s] < sizes[s]:
+            out[s] += 1
+            short -= 1
+    return out
+
+
+def stratified_draw(strata: Mapping[str, Hashable], counts: Callable[[Mapping[Hashable, int]], Mapping[Hashable, int]],
+                    seed: int) -> list[str]:
+    """Case ids drawn without replacement per stratum: ``strata`` maps a case id to its stratum,
+    ``counts`` gives each stratum's draws from the strata's sizes. The draw depends on the ids, the
+    strata, the counts and ``seed`` only, not on the order of ``strata``. Returned sorted."""
+    groups: dict[Hashable, list[str]] = defaultdict(list)
+    for case_id, stratum in strata.items():
+        groups[stratum].append(case_id)
+    chosen_counts = counts({s: len(ids) for s, ids in groups.items()})
+    rng = random.Random(seed)
+    chosen: list[str] = []
+    for stratum in sorted(groups, key=repr):
+        chosen += rng.sample(sorted(groups[stratum]), chosen_counts[stratum])
+    return sorted(chosen)

@@ -17,37 +17,22 @@ mean is a census of the run's cases, not a sample, so it adds no variance; the f
 factor makes a stratum sampled in full contribute none. Any per-case value works: a CACS@k term,
 a Pass@k indicator, a case's share of met criteria.
 
-The kappa interval is a delete-one-case jackknife: the 30 criteria of a case are graded from one
-answer and are not independent, so cases, not criteria, are the units resampled.
+The kappa interval is the project's one case bootstrap (``scorers.agreement``): the 30 criteria
+of a case are graded from one answer and are not independent, so cases, not criteria, are the
+units resampled. The sample is its one stratified draw.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections import defaultdict
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping
 
-from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa
+from clinconsensus_tasks.scorers.agreement import Z_95, Interval, kappa_interval, stratified_draw
 
-Z_95 = 1.959963984540054
+__all__ = ["MIN_PER_STRATUM", "Z_95", "Interval", "difference_estimate", "kappa_interval", "stratified_sample"]
+
 MIN_PER_STRATUM = 2  # the fewest sampled cases that give a stratum a variance
-
-
-@dataclass(frozen=True)
-class Interval:
-    estimate: float
-    stderr: float
-    low: float
-    high: float
-
-    @classmethod
-    def around(cls, estimate: float, stderr: float, z: float = Z_95) -> Interval:
-        return cls(estimate, stderr, estimate - z * stderr, estimate + z * stderr)
-
-    def to_dict(self) -> dict[str, float]:
-        return {"estimate": self.estimate, "stderr": self.stderr, "low": self.low, "high": self.high}
 
 
 def stratified_sample(strata: Mapping[str, Hashable], share: float, seed: int) -> list[str]:
@@ -57,16 +42,7 @@ def stratified_sample(strata: Mapping[str, Hashable], share: float, seed: int) -
     ``share`` and ``seed``, not on the order of ``strata``. Returned sorted."""
     if not 0 < share <= 1:
         raise ValueError(f"audit share must be in (0, 1], got {share}")
-    rng = random.Random(seed)
-    groups: dict[Hashable, list[str]] = defaultdict(list)
-    for case_id, stratum in strata.items():
-        groups[stratum].append(case_id)
-    chosen: list[str] = []
-    for stratum in sorted(groups, key=repr):
-        ids = sorted(groups[stratum])
-        size = min(len(ids), max(MIN_PER_STRATUM, round(share * len(ids))))
-        chosen += rng.sample(ids, size)
-    return sorted(chosen)
+    return stratified_draw(strata, lambda sizes: {s: min(n, max(MIN_PER_STRATUM, round(share * n))) for s, n in sizes.items()}, seed)
 
 
 def difference_estimate(local: Mapping[str, float], api: Mapping[str, float], strata: Mapping[str, Hashable],
@@ -93,22 +69,3 @@ def difference_estimate(local: Mapping[str, float], api: Mapping[str, float], st
             s2 = sum((d - d_mean) ** 2 for d in diffs) / (n - 1)
             variance += weight**2 * (1 - n / len(ids)) * s2 / n
     return Interval.around(estimate, math.sqrt(variance), z)
-
-
-def kappa_interval(pairs_by_case: Mapping[str, Sequence[tuple[bool, bool]]], z: float = Z_95) -> Interval:
-    """Cohen's kappa of (API, local) verdict pairs pooled over the sampled cases, with a
-    delete-one-case jackknife standard error (NaN with fewer than two cases)."""
-    confusions = {case_id: Confusion.of(pairs) for case_id, pairs in pairs_by_case.items()}
-    pooled = sum(confusions.values(), Confusion())
-    kappa = cohen_kappa(pooled)
-    g = len(confusions)
-    if g < 2:
-        return Interval.around(kappa, math.nan, z)
-    leave_one_out = [cohen_kappa(_minus(pooled, c)) for c in confusions.values()]
-    mean_loo = sum(leave_one_out) / g
-    stderr = math.sqrt((g - 1) / g * sum((k - mean_loo) ** 2 for k in leave_one_out))
-    return Interval.around(kappa, stderr, z)
-
-
-def _minus(a: Confusion, b: Confusion) -> Confusion:
-    return Confusion(a.tp - b.tp, a.tn - b.tn, a.fp - b.fp, a.fn - b.fn)

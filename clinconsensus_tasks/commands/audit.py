@@ -6,7 +6,7 @@ case of LOG (an Inspect log or an lm-eval samples file, either framework); the A
 (``CLINCONSENSUS_JUDGE_*``, as for ``rescore``) grades only a stratified sample of the same answers
 (``--share`` of each subject x difficulty stratum, ``--seed``), and the report gives
 
-* the judges' agreement on the sampled criteria: Cohen's kappa with a case-jackknife interval,
+* the judges' agreement on the sampled criteria: Cohen's kappa with a case-bootstrap interval,
 * each headline metric as the local judge measured it over every case, and the API judge's value
   over every case estimated from the sample (difference estimator, with its interval),
 
@@ -16,9 +16,9 @@ computed by ``scorers.audit_estimate``. A failed judgment counts as not met, as 
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
+from clinconsensus_tasks import json_output
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
 from clinconsensus_tasks.scorers.audit_estimate import (
     difference_estimate,
@@ -108,5 +108,5 @@ def main(args: Any) -> int:
         return 0
     settings = None if args.official else judge_settings(args)
     report = audit(args.log, settings, args.share, args.seed, args.judge_mode, args.official)
-    print(json.dumps(report, ensure_ascii=False, indent=2))
+    print(json_output.dumps(report))
     return 0

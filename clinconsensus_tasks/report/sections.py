@@ -85,23 +85,20 @@ def bootstrap_intervals(
 ) -> dict[str, tuple[float, float]]:
     """Percentile bootstrap intervals of every mean metric, resampling cases with replacement.
 
-    Each resample is scored by ``scorers.cacs.summarize``, the same code as the frameworks'
-    metrics. Deterministic for a given ``seed`` (numpy ``Generator``), so a report can be
-    regenerated exactly.
+    Each case's terms (``scorers.cacs.case_term_rows``, the terms the frameworks' metrics average)
+    are computed once; a resample is a vector of case counts (``scorers.agreement``'s one case
+    bootstrap), so every metric of every resample is one matrix product. Deterministic for a given
+    ``seed``, so a report can be regenerated exactly; no interval (NaN) from fewer than two cases.
     """
-    import numpy as np
+    from clinconsensus_tasks.scorers.agreement import mean_intervals
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import case_term_rows
 
     names = mean_names(thresholds)
-    if not results:
+    rows = case_term_rows(results, thresholds, n_criteria)
+    if not rows:
         return {name: (math.nan, math.nan) for name in names}
-    index = np.random.default_rng(seed).integers(0, len(results), size=(resamples, len(results)))
-    draws = [summarize([results[i] for i in row], thresholds, n_criteria) for row in index.tolist()]
-    tail = 100 * (1 - level) / 2
-    out = {}
-    for name in names:
-        lo, hi = np.percentile([d[name] for d in draws], [tail, 100 - tail])
-        out[name] = (float(lo), float(hi))
-    return out
+    intervals = mean_intervals([[row[name] for name in names] for row in rows], resamples, seed, level)
+    return {name: (i.low, i.high) for name, i in zip(names, intervals)}
 
 
 def _count_cell(name: str, value: float, cases: int) -> str:

@@ -132,6 +132,13 @@ def _case_means(results: Sequence[CaseResult], thresholds: Sequence[int], n_crit
     return out
 
 
+def case_term_rows(results: Sequence[CaseResult], thresholds: Sequence[int] = DEFAULT_THRESHOLDS,
+                   n_criteria: int = DEFAULT_N_CRITERIA) -> list[dict[str, float]]:
+    """Each case's term of every mean metric (averaged over its epochs), in the order cases first
+    appear: the per-case values a case bootstrap resamples (each metric is their mean)."""
+    return _case_means(results, thresholds, n_criteria)
+
+
 def headline_means(
     results: Sequence[CaseResult],
     thresholds: Sequence[int] = DEFAULT_THRESHOLDS,

@@ -16,19 +16,17 @@ The rule, one place:
 
 The panel's verdicts are the record's headline role (``grader``), so every metric, reader and tool
 reads a jury run as any other. Agreement between jurors: pairwise Cohen's kappa and Fleiss' kappa
-over the criteria every juror judged, each with a delete-one-case jackknife interval (the 30
-criteria of a case share one answer, so cases are the units resampled).
+over the criteria every juror judged, each with the project's case bootstrap interval
+(``scorers.agreement``: the 30 criteria of a case share one answer, so cases are resampled).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from itertools import combinations
 
-from clinconsensus_tasks.scorers.agreement import Confusion, fleiss_from_parts
-from clinconsensus_tasks.scorers.audit_estimate import Interval, kappa_interval
+from clinconsensus_tasks.scorers.agreement import Confusion, Interval, fleiss_interval, kappa_interval
 from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, GradedCase, RoleVerdicts
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
 
@@ -98,63 +96,29 @@ def panel_record(jurors: Sequence[GradedCase], needed: int | None = None) -> Gra
 # -- agreement between jurors ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _FleissParts:
-    """One case's sums for Fleiss' kappa on binary verdicts: items (criteria every juror judged),
-    the sum of the items' agreement P_i, and the met votes."""
-
-    items: int = 0
-    agreement: float = 0.0
-    met_votes: int = 0
-
-    def __add__(self, other: "_FleissParts") -> "_FleissParts":
-        return _FleissParts(self.items + other.items, self.agreement + other.agreement, self.met_votes + other.met_votes)
-
-    def __sub__(self, other: "_FleissParts") -> "_FleissParts":
-        return _FleissParts(self.items - other.items, self.agreement - other.agreement, self.met_votes - other.met_votes)
-
-
-def _fleiss_parts(record: GradedCase, roles: Sequence[str]) -> _FleissParts:
-    raters = len(roles)
-    parts = _FleissParts()
-    for votes in zip(*(record.roles[r].judgments for r in roles)):
-        if any(v.failed for v in votes):
-            continue
-        met = sum(1 for v in votes if v.met)
-        p_i = (met * met + (raters - met) ** 2 - raters) / (raters * (raters - 1))
-        parts = parts + _FleissParts(1, p_i, met)
-    return parts
-
-
-def _fleiss(parts: _FleissParts, raters: int) -> float:
-    return fleiss_from_parts(parts.items, parts.agreement, parts.met_votes, raters)
+def _case_key(record: GradedCase) -> str:
+    return f"{record.case_id}#{record.epoch}"
 
 
 def fleiss_kappa(records: Sequence[GradedCase]) -> Interval:
-    """Fleiss' kappa of the jurors over the criteria every juror judged, with a delete-one-case
-    jackknife interval (NaN with fewer than two cases or no such criterion)."""
+    """Fleiss' kappa of the jurors over the criteria every juror judged, with the project's case
+    bootstrap interval (``scorers.agreement``; undefined from fewer than two cases)."""
     roles = juror_roles(records[0]) if records else []
     if len(roles) < 2:
-        return Interval.around(math.nan, math.nan)
-    per_case = [_fleiss_parts(r, roles) for r in records]
-    pooled = sum(per_case, _FleissParts())
-    kappa = _fleiss(pooled, len(roles))
-    g = len(per_case)
-    if g < 2:
-        return Interval.around(kappa, math.nan)
-    loo = [_fleiss(pooled - c, len(roles)) for c in per_case]
-    mean_loo = sum(loo) / g
-    return Interval.around(kappa, math.sqrt((g - 1) / g * sum((k - mean_loo) ** 2 for k in loo)))
+        return Interval.undefined()
+    votes = {_case_key(r): [sum(1 for v in vs if v.met) for vs in zip(*(r.roles[role].judgments for role in roles))
+                            if not any(v.failed for v in vs)] for r in records}
+    return fleiss_interval(votes, len(roles))
 
 
 def pairwise_kappas(records: Sequence[GradedCase]) -> dict[tuple[str, str], Interval]:
-    """Cohen's kappa of each pair of jurors, over the criteria both judged, with the jackknife
-    interval of :func:`audit_estimate.kappa_interval`."""
+    """Cohen's kappa of each pair of jurors, over the criteria both judged, with the same case
+    bootstrap interval."""
     roles = juror_roles(records[0]) if records else []
     out: dict[tuple[str, str], Interval] = {}
     for a, b in combinations(roles, 2):
-        pairs = {f"{r.case_id}#{r.epoch}": [(x.met, y.met) for x, y in zip(r.roles[a].judgments, r.roles[b].judgments)
-                                            if not x.failed and not y.failed] for r in records}
+        pairs = {_case_key(r): [(x.met, y.met) for x, y in zip(r.roles[a].judgments, r.roles[b].judgments)
+                                if not x.failed and not y.failed] for r in records}
         out[(a, b)] = kappa_interval(pairs)
     return out
 

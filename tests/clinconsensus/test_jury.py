@@ -15,7 +15,7 @@ criteria 0-14 are met by the panel when juror a or b agrees with c (10 of them: 
 judgment of the panel; 29 is not met (a and b). So 12 met, 1 failed, rubric accuracy 12/30.
 Fleiss' kappa over criteria 0-27: P-bar = (7 x 1 + 21 x 1/3) / 28 = 1/2, met share 39/84, so
 kappa = (1/2 - 197/392) / (1 - 197/392) = -1/195. Cohen's kappa: a-b 0 (over 30), a-c 1/14 and
-b-c -1/20 (over 28). Every case being alike, the jackknife intervals have width 0.
+b-c -1/20 (over 28). Every case being alike, the case bootstrap intervals have width 0 (every resample pools alike cases).
 """
 
 from __future__ import annotations

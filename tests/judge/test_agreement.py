@@ -1,4 +1,9 @@
-"""Agreement statistics equal scikit-learn's on hand-built confusion matrices."""
+"""Agreement statistics equal scikit-learn's on hand-built confusion matrices.
+
+Undefined is undefined: scikit-learn is asked with ``zero_division=nan`` (its default, 0 or a
+warning, would read as a verdict on the rater), and macro F1 is the mean of both classes' F1, so
+undefined when either is (scikit-learn's own macro average drops an undefined class instead).
+"""
 
 from __future__ import annotations
 
@@ -45,10 +50,11 @@ def test_equal_to_scikit_learn(c):
     ref, other = labels(c)
     assert same(cohen_kappa(c), cohen_kappa_score(ref, other))
     precision, recall, f1 = precision_recall_f1(c)
-    assert precision == precision_score(ref, other, zero_division=0)
-    assert recall == recall_score(ref, other, zero_division=0)
-    assert f1 == f1_score(ref, other, zero_division=0)
-    assert macro_f1(c) == pytest.approx(f1_score(ref, other, average="macro", labels=[0, 1], zero_division=0), abs=1e-12)
+    assert same(precision, precision_score(ref, other, zero_division=math.nan))
+    assert same(recall, recall_score(ref, other, zero_division=math.nan))
+    assert same(f1, f1_score(ref, other, zero_division=math.nan))
+    per_class = f1_score(ref, other, average=None, labels=[0, 1], zero_division=math.nan)
+    assert same(macro_f1(c), float(per_class.mean()))
     assert percent_agreement(c) == sum(r == o for r, o in zip(ref, other)) / len(ref)
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+
+from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa
 from clinconsensus_tasks.scorers.audit_estimate import (
     Z_95,
     difference_estimate,
@@ -43,15 +46,24 @@ def test_difference_estimate_refuses_a_stratum_it_cannot_estimate():
         difference_estimate(local, {"a": 1.0, "b": 1.0, "z": 0.0}, dict.fromkeys(local, "s"))
 
 
-def test_kappa_with_a_case_jackknife_worked_by_hand():
+def test_kappa_interval_is_the_case_bootstrap_of_pairs_repeated_by_case():
     # Pairs (API, local). x: agree twice; y: agree on met, then API met / local not; z: agree on
     # not met, then API not / local met. Pooled tp 2, tn 2, fp 1, fn 1: p_o 2/3, p_e 1/2, kappa 1/3.
-    # Leaving out x: kappa 0; y: 1/2; z: 1/2. Mean 1/3; jackknife variance 2/3 * (1/9 + 1/36 + 1/36) = 1/9.
+    # The interval: each resample's cases' pairs put together again (case x drawn twice: its pairs
+    # twice), kappa of each, the 2.5th and 97.5th percentiles of those that are defined.
     pairs = {"x": [(True, True), (False, False)], "y": [(True, True), (True, False)], "z": [(False, False), (False, True)]}
-    result = kappa_interval(pairs)
-    assert result.estimate == pytest.approx(1 / 3)
-    assert result.stderr == pytest.approx(1 / 3)
-    assert result.low == pytest.approx(1 / 3 - Z_95 / 3)
+    result = kappa_interval(pairs, resamples=200, seed=5)
+    assert result.estimate == pytest.approx(1 / 3) and result.cases == 3
+    keys = sorted(pairs)
+    drawn = []
+    for row in np.random.default_rng(5).integers(0, 3, size=(200, 3)):
+        kappa = cohen_kappa(Confusion.of([pair for i in row for pair in pairs[keys[i]]]))
+        if not math.isnan(kappa):
+            drawn.append(kappa)
+    low, high = np.percentile(drawn, [2.5, 97.5])
+    assert (result.low, result.high) == (pytest.approx(low), pytest.approx(high))
+    one_case = kappa_interval({"x": pairs["y"]})
+    assert math.isnan(one_case.low) and one_case.cases == 1  # no interval from one case
 
 
 def test_stratified_sample_takes_a_share_of_each_stratum_reproducibly():
