@@ -87,7 +87,7 @@ def commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None]
          export_official.main),
         ("include-path", "print the folder of the lm-eval task YAMLs (for lm_eval --include_path)", include_path.add_arguments, include_path.main),
         ("compare", "agreement of two judges (a dual-judge log) or of two logs of the same answers", compare.add_arguments, compare.main),
-        ("agreement", "judges against reference (e.g. physician) verdicts", agreement.add_arguments, agreement.main),
+        ("agreement", "retired: judges against physicians is the review command (says so and exits 2)", agreement.add_arguments, agreement.main),
         ("rescore", "grade the answers in a log again with another judge or judge mode; the judge failure "
                     "policy applies as in the frameworks (exit 1 and no output when too many judgments fail)", rescore.add_arguments, rescore.main),
         ("export-sft", "one judge's verdicts as chat SFT data (train/dev split by case)", export_sft.add_arguments, export_sft.main),

@@ -80,8 +80,22 @@ def location(raw: str | os.PathLike[str] | Any) -> Location:
 
     with storage_errors(text):
         path = UPath(text)
-        path.fs  # the protocol's filesystem, made now: a missing library is an error here, naming the URL
+        fs = path.fs  # the protocol's filesystem, made now: a missing library is an error here, naming the URL
+        # The URL as the filesystem names what it lists (gcs:// is gs://, s3a:// is s3://, az:// is
+        # abfs://): a folder typed one way is then found under the names its listing gives.
+        canonical = fs.unstrip_protocol(path.path)
+        if canonical != text:
+            path = UPath(canonical, **path.storage_options)
     return path
+
+
+def same_file(a: Location, b: Location) -> bool:
+    """Whether two locations (paths, or URLs of one filesystem) name the same file: URLs compared
+    by the path their filesystem strips them to, so a protocol's aliases and ``memory://x`` against
+    ``memory:///x`` are the same."""
+    if isinstance(a, Path) or isinstance(b, Path):
+        return isinstance(a, Path) and isinstance(b, Path) and a == b
+    return a.fs.protocol == b.fs.protocol and a.path.rstrip("/") == b.path.rstrip("/")
 
 
 def describe(where: str, exc: BaseException) -> str:

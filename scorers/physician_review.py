@@ -15,12 +15,12 @@ that come back with each judge's verdicts. The rules, one place each:
   (``overlap``) goes to every physician (their agreement with each other is measured there), the
   rest to one physician each, whole cases, the least loaded first.
 * **Agreement** (:func:`agreement`): percent agreement, Cohen's kappa, macro F1 over met / not met
-  (HealthBench's meta-evaluation metric), precision and recall of met, each with a percentile
-  interval from a bootstrap that resamples CASES: the 30 criteria of a case are judged on one
-  answer, so its rows are not independent. Every resample is scored by the same functions as the
-  estimate (``scorers.agreement``), so there is one definition of each statistic.
+  (HealthBench's meta-evaluation metric), precision and recall of met, each with the project's
+  case bootstrap interval (``scorers.agreement``: one definition of each statistic and interval,
+  undefined statistics NaN, no interval from fewer than two contributing cases).
 * **Physicians with each other** (:func:`rater_agreement`): Cohen's kappa of every pair on the rows
-  both decided, Fleiss' kappa on the rows every one of them decided, the same bootstrap.
+  both decided (its interval from the cases that pair decided), Fleiss' kappa on the rows every one
+  of them decided, the same bootstrap.
 """
 
 from __future__ import annotations
@@ -28,23 +28,19 @@ from __future__ import annotations
 import math
 import random
 import unicodedata
-from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from itertools import combinations
 
-import numpy as np
-
 from clinconsensus_tasks.scorers.agreement import (
-    Confusion, cohen_kappa, fleiss_from_parts, fleiss_parts, verdict_report,
+    LEVEL, RESAMPLES, Interval, allocate, confusion_intervals, fleiss_interval, kappa_interval, stratified_draw,
 )
-from clinconsensus_tasks.scorers.audit_estimate import Interval
+from clinconsensus_tasks.scorers.audit_estimate import MIN_PER_STRATUM, difference_estimate
 
 MET, NOT_MET, CANNOT_TELL = "met", "not met", "cannot tell"
 LABELS = {"met": MET, "not met": NOT_MET, "cannot tell": CANNOT_TELL, "符合": MET, "不符合": NOT_MET, "无法判断": CANNOT_TELL}
 ACCEPTED = "met / not met / cannot tell, 符合 / 不符合 / 无法判断"
 NO_LABEL = "no label"
 TIE, NO_VOTE = "tie", "cannot tell"  # why a row has no reference
-RESAMPLES, LEVEL = 1000, 0.95
 AGREEMENT_METRICS = ("percent_agreement", "kappa", "macro_f1", "precision_met", "recall_met")
 
 
@@ -71,38 +67,10 @@ def reference(labels: Sequence[str]) -> tuple[bool | None, str]:
 # -- the sample ------------------------------------------------------------------------------------
 
 
-def allocate(sizes: Mapping[Hashable, int], n: int) -> dict[Hashable, int]:
-    """``n`` draws shared among strata in proportion to their ``sizes`` (largest remainders, ties by
-    the stratum's order), none above a stratum's size. ``n`` above the total takes every case."""
-    total = sum(sizes.values())
-    n = min(n, total)
-    if n <= 0 or total == 0:
-        return {s: 0 for s in sizes}
-    quotas = {s: n * size / total for s, size in sizes.items()}
-    out = {s: math.floor(q) for s, q in quotas.items()}
-    order = sorted(sizes, key=lambda s: (-(quotas[s] - out[s]), repr(s)))
-    short = n - sum(out.values())
-    for s in order:
-        if short == 0:
-            break
-        if out[s] < sizes[s]:
-            out[s] += 1
-            short -= 1
-    return out
-
-
 def sample_cases(strata: Mapping[str, Hashable], n: int, seed: int) -> list[str]:
     """``n`` case ids drawn without replacement, stratified (:func:`allocate`); the draw depends on
     the ids, strata, ``n`` and ``seed`` only, not on their order. Returned sorted."""
-    groups: dict[Hashable, list[str]] = defaultdict(list)
-    for case_id, stratum in strata.items():
-        groups[stratum].append(case_id)
-    counts = allocate({s: len(ids) for s, ids in groups.items()}, n)
-    rng = random.Random(seed)
-    chosen: list[str] = []
-    for stratum in sorted(groups, key=repr):
-        chosen += rng.sample(sorted(groups[stratum]), counts[stratum])
-    return sorted(chosen)
+    return stratified_draw(strata, lambda sizes: allocate(sizes, n), seed)
 
 
 def assign(case_rows: Mapping[str, int], reviewers: int, overlap: float, seed: int) -> dict[str, tuple[int, ...]]:
@@ -130,60 +98,75 @@ def assign(case_rows: Mapping[str, int], reviewers: int, overlap: float, seed: i
 # -- agreement with a case bootstrap -----------------------------------------------------------------
 
 
-def agreement_stats(c: Confusion) -> dict[str, float]:
-    """The statistics of one confusion (physicians first, the judge second); NaN with no pairs."""
-    report = verdict_report(c)
-    return {m: report[m] if c.n else math.nan for m in AGREEMENT_METRICS}
-
-
-def _percentiles(values: Sequence[float], estimate: float, level: float, cases: int) -> Interval:
-    """The percentile interval of the resampled ``values``; none (NaN) from fewer than 2 cases,
-    where every resample is the one case again and the interval would look exact."""
-    finite = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
-    if cases < 2 or len(finite) < 2 or math.isnan(estimate):
-        return Interval(estimate, math.nan, math.nan, math.nan)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(finite, [tail, 100 - tail])
-    return Interval(estimate, float(finite.std(ddof=1)), float(low), float(high))
-
-
-def _case_weights(cases: int, resamples: int, seed: int) -> np.ndarray:
-    """How often each case is drawn in each resample (cases with replacement, ``resamples`` x ``cases``)."""
-    rng = np.random.default_rng(seed)
-    return rng.multinomial(cases, np.full(cases, 1 / cases), size=resamples) if cases else np.zeros((resamples, 0), dtype=int)
-
-
 def agreement(pairs_by_case: Mapping[str, Sequence[tuple[bool, bool]]], resamples: int = RESAMPLES, seed: int = 0,
               level: float = LEVEL) -> dict[str, Interval]:
     """Each of :data:`AGREEMENT_METRICS` of (physicians, judge) verdict pairs pooled over cases, with
-    a percentile interval from ``resamples`` bootstrap draws of whole cases (``seed``: the same
-    figures every time)."""
-    keys = sorted(pairs_by_case)
-    per_case = np.array([[c.tp, c.tn, c.fp, c.fn] for c in (Confusion.of(pairs_by_case[k]) for k in keys)], dtype=int).reshape(-1, 4)
-    pooled = Confusion(*(int(x) for x in per_case.sum(axis=0)))
-    estimate = agreement_stats(pooled)
-    drawn = [agreement_stats(Confusion(*(int(x) for x in row))) for row in _case_weights(len(keys), resamples, seed) @ per_case]
-    return {m: _percentiles([d[m] for d in drawn], estimate[m], level, len(keys)) for m in AGREEMENT_METRICS}
+    its case bootstrap interval (``seed``: the same figures every time)."""
+    return confusion_intervals(pairs_by_case, resamples, seed, level, AGREEMENT_METRICS)
 
 
 def rater_agreement(labels_by_case: Mapping[str, Sequence[Mapping[str, bool]]], raters: Sequence[str], resamples: int = RESAMPLES,
                     seed: int = 0, level: float = LEVEL) -> dict[str, object]:
     """Physicians with each other. ``labels_by_case`` maps a case to its rows, each row the decided
     labels (``True`` met, ``False`` not met) of the raters who decided it. Cohen's kappa of every
-    pair on the rows both decided; Fleiss' kappa on the rows all ``raters`` decided; case bootstrap."""
-    keys = sorted(labels_by_case)
-    weights = _case_weights(len(keys), resamples, seed)
+    pair on the rows both decided; Fleiss' kappa on the rows all ``raters`` decided; case bootstrap
+    (each figure's interval from the cases that hold its rows)."""
     pairwise: dict[str, dict[str, object]] = {}
     for a, b in combinations(raters, 2):
-        per_case = np.array([[c.tp, c.tn, c.fp, c.fn] for c in (
-            Confusion.of((row[a], row[b]) for row in labels_by_case[k] if a in row and b in row) for k in keys)], dtype=int).reshape(-1, 4)
-        pooled = Confusion(*(int(x) for x in per_case.sum(axis=0)))
-        drawn = [cohen_kappa(Confusion(*(int(x) for x in row))) for row in weights @ per_case]
-        pairwise[f"{a}-{b}"] = {"rows": pooled.n, "kappa": _percentiles(drawn, cohen_kappa(pooled), level, len(keys)).to_dict()}
-    fleiss = Interval(math.nan, math.nan, math.nan, math.nan)
-    full = [[sum(row[r] for r in raters) for row in labels_by_case[k] if all(r in row for r in raters)] for k in keys]
-    if len(raters) >= 2:
-        parts = np.array([fleiss_parts(rows, len(raters)) for rows in full], dtype=float).reshape(-1, 3)
-        drawn = [fleiss_from_parts(*row, len(raters)) for row in weights @ parts]
-        fleiss = _percentiles(drawn, fleiss_from_parts(*parts.sum(axis=0), len(raters)), level, len(keys))
-    return {"raters": list(raters), "pairwise": pairwise, "fleiss_rows": sum(len(rows) for rows in full), "fleiss_kappa": fleiss.to_dict()}
+        pairs = {k: [(row[a], row[b]) for row in rows if a in row and b in row] for k, rows in labels_by_case.items()}
+        pairwise[f"{a}-{b}"] = {"rows": sum(len(v) for v in pairs.values()), "kappa": kappa_interval(pairs, resamples, seed, level).to_dict()}
+    full = {k: [sum(row[r] for r in raters) for row in rows if all(r in row for r in raters)] for k, rows in labels_by_case.items()}
+    fleiss = fleiss_interval(full, len(raters), resamples, seed, level) if len(raters) >= 2 else Interval.undefined()
+    return {"raters": list(raters), "pairwise": pairwise, "fleiss_rows": sum(len(rows) for rows in full.values()),
+            "fleiss_kappa": fleiss.to_dict()}
+
+
+# -- the physicians' headline over every case ----------------------------------------------------------
+
+ONE_STRATUM = "the run as one stratum"
+
+
+def physicians_estimate(judge_census: Mapping[str, float], reviewed: Mapping[str, tuple[float, float]],
+                        strata: Mapping[str, Hashable], stratum_names: str = "subject x difficulty") -> dict[str, object]:
+    """A per-case metric over EVERY case of a run as the physicians would grade it, from the judge's
+    census and the physicians' sample (the stratified difference estimator, prediction-powered
+    inference with the physicians as the reference; ``scorers.audit_estimate``):
+
+    * ``judge_census``: the judge's per-case value on every case of the run (its headline's terms);
+    * ``reviewed``: for each reviewed case, (the physicians' value, the judge's value) on the SAME
+      rows, those the physicians decided: their difference is the judge's error on the case. With a
+      share of a case's criteria reviewed at random, the difference on the share estimates the
+      difference on the whole case without bias (rubric accuracy); Pass@k and CACS@k need every
+      criterion (their terms are not means of rows);
+    * ``strata``: each case's stratum. The strata are used when every stratum holds at least two
+      reviewed cases (or is reviewed whole), else the run is one stratum (the export draws in
+      proportion to the strata, so the sample is close to self-weighting); ``design`` says which.
+
+    Returns the physicians' estimate and the judge's bias (judge minus physicians) as intervals,
+    the judge's own figure, the cases and the design; undefined (NaN, ``why``) from fewer than two
+    reviewed cases."""
+    cases = len(judge_census)
+    n = len(reviewed)
+    judge = math.fsum(judge_census.values()) / cases if cases else math.nan
+    out: dict[str, object] = {"judge": judge, "cases": cases, "reviewed_cases": n}
+    unknown = sorted(set(reviewed) - set(judge_census))
+    if unknown:
+        raise ValueError(f"reviewed cases the run does not hold: {', '.join(unknown[:5])}")
+    if n < MIN_PER_STRATUM:
+        return {**out, "design": "", "physicians": Interval.undefined().to_dict(), "bias": Interval.undefined().to_dict(),
+                "why": f"{n} reviewed case(s): the estimate needs at least {MIN_PER_STRATUM}"}
+    sizes: dict[Hashable, int] = {}
+    for case in judge_census:
+        sizes[strata[case]] = sizes.get(strata[case], 0) + 1
+    taken: dict[Hashable, int] = {}
+    for case in reviewed:
+        taken[strata[case]] = taken.get(strata[case], 0) + 1
+    stratified = all(taken.get(s, 0) >= min(MIN_PER_STRATUM, size) for s, size in sizes.items())
+    used = strata if stratified else dict.fromkeys(judge_census, ONE_STRATUM)
+    # difference_estimate takes the reference's value of a case; the judge's census value plus the
+    # case's difference on the reviewed rows makes (reference - census) that difference.
+    reference = {case: judge_census[case] + phys - judged for case, (phys, judged) in reviewed.items()}
+    physicians = difference_estimate(judge_census, reference, used)
+    bias = Interval.around(judge - physicians.estimate, physicians.stderr)
+    return {**out, "design": stratum_names if stratified else ONE_STRATUM,
+            "physicians": physicians.to_dict(), "bias": bias.to_dict(), "why": ""}

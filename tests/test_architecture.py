@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # installed as clinconsensus_tasks.scorers). Keep in step with docs/architecture.md.
 LAYERS: list[tuple[str, set[str]]] = [
     ("core", {"scorers"}),
-    ("base", {"errors", "settings_table", "record_files", "log_files", "storage", "text_checks", "generation", "inspect_compat",
+    ("base", {"errors", "settings_table", "record_files", "log_files", "storage", "text_checks", "generation", "inspect_compat", "json_output",
               "lmeval_glue", "lmeval_run_check", "data", "task_configs"}),
     ("judge", {"judge"}),
     ("benchmarks", {"clinconsensus", "climedbench"}),
@@ -217,3 +217,15 @@ def test_every_package_of_the_tree_is_in_the_wheel():
     found |= {"clinconsensus_tasks.scorers" + "".join("." + p for p in path.parent.relative_to(ROOT / "scorers").parts)
               for path in (ROOT / "scorers").rglob("__init__.py")}
     assert sorted(found - listed) == []
+
+
+def test_every_printed_json_is_strict():
+    # Python writes NaN as a bare word that JSON.parse and jq refuse; an undefined figure is null.
+    printed = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in sorted((ROOT / "clinconsensus_tasks").rglob("*.py"))
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "print" and node.args
+               and isinstance(node.args[0], ast.Call) and ast.unparse(node.args[0].func) == "json.dumps"]
+    assert printed == [], f"print json_output.dumps(...) instead: {printed}"
+    from clinconsensus_tasks import json_output
+
+    assert json_output.dumps({"kappa": float("nan"), "low": [float("inf"), 0.5]}, indent=None) == '{"kappa": null, "low": [null, 0.5]}'

@@ -398,7 +398,7 @@ def test_a_review_exported_to_a_bucket_and_scored_from_it_equals_the_local_one(b
     (which read the review folder through the same ``load_review``)."""
     from review.test_review import N, fill_xlsx, physician_met, run_of
 
-    from clinconsensus_tasks.run_records.review import plan_review, write_review
+    from clinconsensus_tasks.run_records.review_export import plan_review, write_review
 
     local, remote = tmp_path / "review", bucket.url("review")
     for where in (local, remote):
@@ -421,6 +421,10 @@ def test_a_review_exported_to_a_bucket_and_scored_from_it_equals_the_local_one(b
     assert local_code == 0
     assert _without(out, remote) == _without(local_out, str(local))
     assert json.loads(out)["judges"][0]["overall"]["kappa"]["estimate"] == pytest.approx(0.7) and N == 10
+    # s3a:// (Hadoop's spelling; s3fs lists it as s3://) finds the same folder and gives the same figures.
+    code, alias_out, err = run_cli(capsys, "review", "score", remote.replace("s3://", "s3a://", 1), "--json")
+    assert code == 0, err
+    assert alias_out == out
 
     # A prefix with nothing under it is named; a second export into a prefix that holds a review is refused.
     code, _, err = run_cli(capsys, "review", "score", bucket.url("nothing-here"))

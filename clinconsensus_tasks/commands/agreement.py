@@ -1,29 +1,28 @@
-"""``clinconsensus-eval agreement``: judges against reference (physician) verdicts."""
+"""``clinconsensus-eval agreement``: retired; judges are checked against physicians with ``review``.
+
+It matched a JSONL of labels to verdicts by case and criterion only, so labels given on one model's
+answers were applied to any other model's answers to the same case without a word, and it gave no
+interval. ``review`` matches every label to the answer it was given on (by the answer's sha256),
+resamples cases for its intervals, and feeds the release gate. The command stays to say so.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 
-from clinconsensus_tasks.commands.tables import format_table
+from clinconsensus_tasks.errors import ConfigurationError
+
+RETIRED = ("`agreement --labels` is retired: it matched labels by case and criterion only, so labels given on one model's "
+           "answers were applied to another model's answers, and it gave no interval. Use `clinconsensus-eval review export "
+           "RUN... --output DIR`, have the sheets filled, then `clinconsensus-eval review score DIR` (each label matched to the "
+           "answer it was given on, by its sha256; docs/review.md)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--labels", required=True, help="JSONL of {case_id, criterion_id, criteria_met}")
-    p.add_argument("logs", nargs="+", help="Inspect logs or lm-eval samples files graded by the judges to check")
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("logs", nargs="*", help="ignored: the command is retired and names what to use instead")
+    p.add_argument("--labels", metavar="FILE", help="ignored: the command is retired (use review export and review score) (default: none)")
+    p.add_argument("--json", action="store_true", help="ignored: the command is retired")
 
 
 def main(args: argparse.Namespace) -> int:
-    from clinconsensus_tasks.commands.tools import label_agreement
-
-    report = label_agreement(args.labels, args.logs)
-    if args.json:
-        print(json.dumps(report, ensure_ascii=False, indent=2))
-        return 0
-    for name, entry in report.items():
-        print(f"== {name}: judge {entry['judge']}, {entry['labelled_criteria']} labelled criteria, {entry['judge_failures']} judge failures")
-        cols = ["accuracy", "kappa", "macro_f1", "precision_met", "recall_met"]
-        rows = [[label, *(f"{stats[c]:.4f}" for c in cols)] for label, stats in [("overall", entry["overall"]), *entry["by_subject"].items()]]
-        print("\n".join(format_table(["", *cols], rows)))
-    return 0
+    raise ConfigurationError(RETIRED)

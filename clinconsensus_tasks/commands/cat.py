@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from clinconsensus_tasks import json_output
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,19 +43,18 @@ def main(args: argparse.Namespace) -> int:
 
     if args.cat_command == "calibrate":
         bank = cat_commands.calibrate(args.logs, args.output, args.irt_model)
-        print(json.dumps({"output": args.output, "items": len(bank), "model": bank.model,
-                          "models": bank.provenance.get("models")}, ensure_ascii=False, indent=2))
+        print(json_output.dumps({"output": args.output, "items": len(bank), "model": bank.model,
+                          "models": bank.provenance.get("models")}))
     elif args.cat_command == "run":
         result = cat_commands.run_adaptive(
             args.model, args.bank, args.output, data_dir=args.data_dir, similarity_model=args.similarity_model,
             estimator=args.estimator, max_items=args.max_items, se_threshold=args.se_threshold,
             randomesque=args.randomesque, seed=args.seed,
         )
-        print(json.dumps({k: result[k] for k in ("model", "theta", "se", "items_used", "stop_reason", "predicted_overall", "predicted_scores")},
-                         ensure_ascii=False, indent=2))
+        print(json_output.dumps({k: result[k] for k in ("model", "theta", "se", "items_used", "stop_reason", "predicted_overall", "predicted_scores")}))
     else:
         counts = cat_commands.synthesize(args.generator, args.debater, args.output, data_dir=args.data_dir,
                                          scenarios=args.scenarios.split(",") if args.scenarios else None, limit=args.limit,
                                          similarity_model=args.similarity_model)
-        print(json.dumps({"output": args.output, **counts}, indent=2))
+        print(json_output.dumps({"output": args.output, **counts}))
     return 0

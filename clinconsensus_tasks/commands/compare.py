@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
+from clinconsensus_tasks import json_output
 from clinconsensus_tasks.commands.arguments import add_thresholds
 from clinconsensus_tasks.commands.tables import format_table
 
@@ -25,7 +25,7 @@ def main(args: argparse.Namespace) -> int:
     other = None if args.other is None else one_log(args.other, CLINCONSENSUS)
     report = compare_logs(one_log(args.reference, CLINCONSENSUS), other, args.thresholds, args.n_criteria)
     if args.json:
-        print(json.dumps(report, ensure_ascii=False, indent=2))
+        print(json_output.dumps(report))
     else:
         print("\n".join(format_table(["metric", "value"], [[k, f"{v:.4f}"] for k, v in report.items()], indent="")))
     return 0

@@ -34,6 +34,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from clinconsensus_tasks import json_output
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, JUDGE_MODES, PER_CRITERION, batched_messages, per_criterion_messages
@@ -230,7 +231,7 @@ def main(args: Any) -> int:
     results = [estimate(args.data, mode, args.answer_chars, counter, args.explanation_chars, template, cache, args.models).to_dict(prices)
                for mode in modes]
     if args.json:
-        print(json.dumps(results, ensure_ascii=False, indent=2))
+        print(json_output.dumps(results))
         return 0
     campaign = f"{args.models} models x " if args.models > 1 else ""
     print(f"{args.data}: {campaign}answers of {args.answer_chars} characters; tokens counted with {counter.description}")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from clinconsensus_tasks import json_output
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,5 +20,5 @@ def main(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.clinconsensus.official_export import export_official
 
     written = export_official(args.logs, args.output, args.data, args.epoch, args.n_criteria)
-    print(json.dumps(written, ensure_ascii=False, indent=2))
+    print(json_output.dumps(written))
     return 0

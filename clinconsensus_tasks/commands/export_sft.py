@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from clinconsensus_tasks import json_output
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,5 +19,5 @@ def main(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.commands.tools import export_sft
 
     manifest = export_sft(args.logs, args.output, args.judge, args.dev_share, args.seed)
-    print(json.dumps(manifest, ensure_ascii=False, indent=2))
+    print(json_output.dumps(manifest))
     return 0

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
+from clinconsensus_tasks import json_output
 from clinconsensus_tasks.commands.arguments import judge_settings
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES, PER_CRITERION
 
@@ -26,5 +26,5 @@ def main(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.log_files import CLINCONSENSUS, one_log
 
     metrics = rescore(one_log(args.log, CLINCONSENSUS), args.output, judge_settings(args), args.judge_mode)
-    print(json.dumps({"output": args.output, **metrics}, ensure_ascii=False, indent=2))
+    print(json_output.dumps({"output": args.output, **metrics}))
     return 0

@@ -3,16 +3,17 @@
 ``review export RUN... --output DIR`` writes one blind sheet per physician (XLSX and CSV) and the
 review key beside them; ``review score DIR`` reads the filled sheets back and reports every judge
 of the runs against the physicians, and the physicians against each other. The rules are
-``scorers.physician_review``; the folder is ``run_records.review``.
+``scorers.physician_review``; the loop is ``run_records.review_export``, ``review_intake`` and
+``review_score``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from clinconsensus_tasks import json_output
 from clinconsensus_tasks.commands.arguments import add_thresholds
 from clinconsensus_tasks.commands.tables import format_table
 
@@ -73,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.report.runs import read_runs
-    from clinconsensus_tasks.run_records.review import FORMATS, ReviewRun, plan_review, write_review
+    from clinconsensus_tasks.run_records.review_export import FORMATS, ReviewRun, plan_review, write_review
 
     if args.reviewers < 1:
         raise ValueError(f"--reviewers must be at least 1, got {args.reviewers}")
@@ -95,12 +96,13 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from clinconsensus_tasks.run_records.review import load_review, score_review
+    from clinconsensus_tasks.run_records.review_intake import load_review
+    from clinconsensus_tasks.run_records.review_score import score_review
 
     review = load_review(args.folder)
     result = score_review(review, args.resamples, args.seed, args.thresholds, args.n_criteria)
     if args.json:
-        print(json.dumps(result, ensure_ascii=False, indent=2))
+        print(json_output.dumps(result))
     else:
         print("\n".join(score_lines(result)))
     shown = result["problems"][:SHOWN_PROBLEMS]
@@ -113,20 +115,28 @@ def _score(args: argparse.Namespace) -> int:
 
 def score_lines(result: dict[str, Any]) -> list[str]:
     """``review score``'s tables."""
-    from clinconsensus_tasks.report.review_section import interval_text
+    from clinconsensus_tasks.report.review_section import ESTIMATE_HEADER, estimate_rows, interval_text
+
+    from clinconsensus_tasks.run_records.review_intake import coverage_text
 
     rows = result["rows"]
     lines = [f"== review {result['export_id']} ({result['folder']}): {rows['items']} rows exported, {rows['labelled_items']} labelled, "
-             f"{rows['with_reference']} with a physicians' reference ({rows['ties']} ties, {rows['cannot_tell']} cannot tell only)"]
+             f"{rows['with_reference']} with a physicians' reference ({rows['ties']} ties, {rows['cannot_tell']} cannot tell only)",
+             f"coverage: {coverage_text(result['coverage'])}"]
     lines += format_table(["physician", "assigned", "labelled", "cannot tell", "left out", "files"],
                           [[p, str(t["assigned"]), str(t["labelled"]), str(t["cannot_tell"]),
                             ", ".join(f"{why} {n}" for why, n in t["left_out"].items()) or "-", ", ".join(t["files"]) or "none returned"]
                            for p, t in result["physicians"].items()])
     metrics = ("percent_agreement", "kappa", "macro_f1", "precision_met", "recall_met")
     lines.append("-- judges against the physicians (95% intervals resampling cases)")
-    lines += format_table(["judge", "rows", "failures", *metrics],
-                          [[f"{j['run']} · {j['title']} {j['judge']}", str(j["rows"]), str(j["judge_failures"]),
-                            *(interval_text(j["overall"][m]) for m in metrics)] for j in result["judges"]])
+    lines += format_table(["judge", "rows", "cases", "failures", "no verdict", *metrics],
+                          [[f"{j['run']} · {j['title']} {j['judge']}", str(j["rows"]), str(j["overall"]["cases"]), str(j["judge_failures"]),
+                            str(j["no_verdict"]), *(interval_text(j["overall"][m]) for m in metrics)] for j in result["judges"]])
+    on_overlap = [[f"{j['run']} · {j['title']}", p, str(s["rows"]), str(s["cases"]), interval_text(s["kappa"]), interval_text(s["macro_f1"])]
+                  for j in result["judges"] for p, s in (j.get("by_physician_on_overlap") or {}).items()]
+    if on_overlap:
+        lines.append("-- each judge against each physician, on the rows every physician labels")
+        lines += format_table(["judge", "physician", "rows", "cases", "kappa", "macro_f1"], on_overlap)
     physicians = result["physician_agreement"]
     if physicians:
         lines.append(f"-- physicians with each other (the ceiling): Fleiss' kappa {interval_text(physicians['fleiss_kappa'])} "
@@ -148,6 +158,12 @@ def score_lines(result: dict[str, Any]) -> list[str]:
                 text += f"; on {head['complete_answers']} fully labelled answers: " + ", ".join(
                     f"{n} {v['physicians']:.3f} / {v['judge']:.3f}" for n, v in head["metrics"].items() if n != "rubric_accuracy")
             lines.append(text)
+    estimated = estimate_rows(result["judges"])
+    if estimated:
+        lines.append("-- each run's headline over all its cases: the judge's, and the physicians' estimate (difference estimator)")
+        lines += format_table(ESTIMATE_HEADER, estimated)
+        lines += [f"   {j['run']} · {j['title']}: rubric accuracy only: {j['physicians_estimate']['why']}"
+                  for j in result["judges"] if (j.get("physicians_estimate") or {}).get("why")]
     lines += [f"note: {n}" for n in result["notes"]]
     if result["problems"]:
         lines.append(f"{len(result['problems'])} row(s) or file(s) left out: listed on stderr")

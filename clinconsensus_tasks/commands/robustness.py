@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from clinconsensus_tasks import json_output
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,5 +19,5 @@ def main(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.climedbench.robustness import format_robustness, robustness
 
     report = robustness(args.clean_run, args.variant_run, args.iterations, args.seed)
-    print(json.dumps(report, ensure_ascii=False, indent=2) if args.json else format_robustness(report))
+    print(json_output.dumps(report) if args.json else format_robustness(report))
     return 0

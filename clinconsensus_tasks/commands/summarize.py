@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 
+from clinconsensus_tasks import json_output
 from clinconsensus_tasks.commands.arguments import add_thresholds
 from clinconsensus_tasks.commands.tables import format_table, number
 
@@ -37,8 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --strict: a physicians' review folder (review export/score): each ClinConsensus run's judge "
                         "against the physicians' labels on that run's answers is printed with the run's verdict (default: none)")
     p.add_argument("--min-kappa", type=float, metavar="X",
-                   help="with --strict and --review: refuse a run whose judge's Cohen's kappa with the physicians is below X "
-                        "(the interval is in the message; default: no bar)")
+                   help="with --strict and --review: refuse a run unless the lower end of its judge's Cohen's kappa interval "
+                        "with the physicians is at least X, on at least 10 reviewed cases, every sheet read (default: no bar)")
+    p.add_argument("--max-judge-bias", type=float, metavar="POINTS",
+                   help="with --strict and --review: refuse a run unless the 95%% interval of its judge's bias on rubric accuracy "
+                        "(the judge's headline minus the physicians' estimate over all cases) lies within +-POINTS percentage "
+                        "points (default: no bar)")
     p.add_argument("--data-sha256", metavar="SHA",
                    help="with --strict: the run read a copy of the public file with this sha256 instead of the hub at the "
                         "pinned revision (printed on the verdict line; default: the hub data at the pinned revision)")
@@ -57,10 +61,10 @@ def main(args: argparse.Namespace) -> int:
 
     if args.strict:
         return _release_gate(args)
-    if args.review or args.min_kappa is not None:
+    if args.review or args.min_kappa is not None or args.max_judge_bias is not None:
         from clinconsensus_tasks.errors import ConfigurationError
 
-        raise ConfigurationError("--review and --min-kappa belong to the release gate: add --strict")
+        raise ConfigurationError("--review, --min-kappa and --max-judge-bias belong to the release gate: add --strict")
     prices = parse_prices(args.prices)
     report = {}
     all_records = {}
@@ -89,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
         written = write_csv(args.csv, all_records, args.thresholds, args.n_criteria, prices)
         print("wrote " + ", ".join(str(p) for p in written), file=sys.stderr)
     if args.json:
-        print(json.dumps(report, ensure_ascii=False, indent=2))
+        print(json_output.dumps(report))
         return 0
     num = lambda x: number(x, args.percent)  # noqa: E731
     for path, result in report.items():
@@ -130,25 +134,31 @@ def _release_gate(args: argparse.Namespace) -> int:
     flags, never by the environment; each verdict line says what it accepted."""
     from clinconsensus_tasks.errors import ConfigurationError
     from clinconsensus_tasks.log_files import CLINCONSENSUS
-    from clinconsensus_tasks.report.release_gate import RELEASE_FAILURE_SHARE, ReleaseBar, physicians_text, run_problems
-    from clinconsensus_tasks.run_records.review import run_agreement
+    from clinconsensus_tasks.report.release_gate import RELEASE_FAILURE_SHARE, ReleaseBar, estimate_text, physicians_text, run_problems
+    from clinconsensus_tasks.run_records.review_score import run_agreement
     from clinconsensus_tasks.run_records.facts import gate_runs
     from clinconsensus_tasks.scorers.clinconsensus.judge_failures import parse_failure_share
     from clinconsensus_tasks.scorers.redact import redact
 
     share = RELEASE_FAILURE_SHARE if args.judge_failure_threshold is None else parse_failure_share(
         args.judge_failure_threshold, "--judge-failure-threshold")
-    if args.min_kappa is not None and not args.review:
-        raise ConfigurationError("--min-kappa needs the physicians' review: --review DIR (the folder of review export)")
+    for flag, value in (("--min-kappa", args.min_kappa), ("--max-judge-bias", args.max_judge_bias)):
+        if value is not None and not args.review:
+            raise ConfigurationError(f"{flag} needs the physicians' review: --review DIR (the folder of review export)")
     try:
-        bar = ReleaseBar(share, (args.data_sha256 or "").strip().lower(), tuple(args.allow_prompt), args.min_kappa)
+        bar = ReleaseBar(share, (args.data_sha256 or "").strip().lower(), tuple(args.allow_prompt), args.min_kappa, args.max_judge_bias)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
     review = None
     if args.review:
-        from clinconsensus_tasks.run_records.review import load_review
+        from clinconsensus_tasks.run_records.review_intake import load_review
 
         review = load_review(args.review)
+        # Every problem `review score` names, here too: the kappa below rests on the rows they left.
+        for problem in review.problems:
+            print(f"review {args.review}: left out: {redact(problem)}")
+        for note in review.notes:
+            print(f"review {args.review}: note: {redact(note)}")
     runs = gate_runs(args.logs)
     if not runs:
         print(f"no run to check in {', '.join(args.logs)} (Inspect logs or lm-eval results/samples files)", file=sys.stderr)
@@ -168,5 +178,6 @@ def _release_gate(args: argparse.Namespace) -> int:
             print(f"ok   {facts.where}: {bar.accepts()}")
         if facts.physicians is not None:
             print(f"     {facts.where}: {physicians_text(facts.physicians)} (review {args.review})")
+            print(f"     {facts.where}: {estimate_text(facts.physicians)}")
     print(f"{len(runs) - failed} of {len(runs)} run(s) pass the {bar.accepts()}", file=sys.stderr)
     return 1 if failed else 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -19,7 +18,6 @@ from typing import Any, Sequence
 from clinconsensus_tasks.errors import DataValidationError
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.run_records.agreement import compare_records
-from clinconsensus_tasks.scorers.agreement import Confusion, verdict_report
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, per_criterion_messages
@@ -38,76 +36,6 @@ def compare_logs(reference_log: str, other_log: str | None = None, thresholds: S
 
 
 # -- agreement with human labels ------------------------------------------------------------------
-
-
-def read_labels(path: str | Path) -> dict[tuple[str, str], bool]:
-    """Reference verdicts: JSONL lines ``{"case_id", "criterion_id", "criteria_met"}``."""
-    from clinconsensus_tasks.record_files import read_jsonl
-    from clinconsensus_tasks.scorers.clinconsensus.verdicts import coerce_met
-
-    labels: dict[tuple[str, str], bool] = {}
-    problems = []
-    with storage_errors(path):
-        labelled = read_jsonl(location(path))
-    for where, record in labelled:
-        if not isinstance(record, dict):
-            problems.append(f"{where}: expected a JSON object")
-            continue
-        here = []
-        for name in ("case_id", "criterion_id"):
-            if not isinstance(record.get(name), str) or not record[name].strip():
-                here.append(f"{where}: field '{name}': missing or not a non-empty string")
-        met = coerce_met(record.get("criteria_met"))
-        if met is None:
-            here.append(f"{where}: field 'criteria_met': expected true or false, got {record.get('criteria_met')!r}")
-        if not here:
-            key = (record["case_id"], record["criterion_id"])
-            if key in labels:
-                here.append(f"{where}: case {key[0]!r} criterion {key[1]!r}: labelled twice")
-            labels[key] = bool(met)
-        problems += here
-    if problems:
-        raise DataValidationError(problems)
-    return labels
-
-
-def label_agreement(labels_path: str, logs: Sequence[str]) -> dict[str, Any]:
-    """Each judge in each log against the labels: overall and by subject.
-
-    Only labelled criteria with a verdict count; criteria the judge failed on are reported as
-    ``judge_failures`` among the labelled ones.
-    """
-    labels = read_labels(labels_path)
-    report: dict[str, Any] = {}
-    for log in logs:
-        records = [r.graded for r in read_case_records(log)]
-        judges = [("judge", lambda r: r.judgments, records[0].judge if records else "")]
-        if any(r.dual for r in records):
-            judges.append(("local_judge", lambda r: r.roles[SECOND_ROLE].judgments, records[0].roles[SECOND_ROLE].judge))
-        for role, get, name in judges:
-            total, by_subject, failures, matched = Confusion(), defaultdict(Confusion), 0, 0
-            for record in records:
-                for j in get(record):
-                    key = (record.case_id, j.criterion_id)
-                    if key not in labels:
-                        continue
-                    matched += 1
-                    if j.met is None:
-                        failures += 1
-                        continue
-                    pair = Confusion.of([(labels[key], j.met)])
-                    total = total + pair
-                    for subject in dict.fromkeys(record.slices.get("subject", ())):
-                        by_subject[subject] = by_subject[subject] + pair
-            overall = verdict_report(total)
-            overall["accuracy"] = overall.pop("percent_agreement")
-            entry = {"judge": name, "labelled_criteria": matched, "judge_failures": failures, "overall": overall, "by_subject": {}}
-            for subject in sorted(by_subject):
-                stats = verdict_report(by_subject[subject])
-                stats["accuracy"] = stats.pop("percent_agreement")
-                entry["by_subject"][subject] = stats
-            report[f"{log} [{role}]"] = entry
-    return report
 
 
 # -- SFT export ---------------------------------------------------------------------------------------

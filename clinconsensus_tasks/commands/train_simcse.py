@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from clinconsensus_tasks import json_output
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,6 +26,6 @@ def main(args: argparse.Namespace) -> int:
         args.model, args.corpus, args.output, epochs=args.epochs, batch_size=args.batch_size,
         learning_rate=args.learning_rate, max_seq_length=args.max_seq_length, temperature=args.temperature, seed=args.seed,
     )
-    print(json.dumps(manifest, ensure_ascii=False, indent=2))
+    print(json_output.dumps(manifest))
     print(f"saved to {args.output}; use it with -T similarity_model={args.output} or CLIMEDBENCH_SIMILARITY_MODEL={args.output}")
     return 0

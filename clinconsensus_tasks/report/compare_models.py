@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from clinconsensus_tasks import json_output
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.log_files import CLIMEDBENCH, CLINCONSENSUS, SeveralRuns, benchmark_of, run_files
 from clinconsensus_tasks.report.release_gate import COMPARISON_CHECKS, COMPARISON_PROFILE, RELEASE_FAILURE_SHARE, ReleaseBar, run_problems
@@ -416,7 +417,7 @@ def main_compare(args: Any) -> int:
     refusal = check_runs(args.baseline, args.candidate, bar)
     if refusal.refused():
         refusal.exceptions = exceptions
-        print(json.dumps(refusal.to_dict(), ensure_ascii=False, indent=2) if args.json else format_refusal(refusal))
+        print(json_output.dumps(refusal.to_dict()) if args.json else format_refusal(refusal))
         if args.junit:
             write_refusal_junit(refusal, args.junit)
         return 1
@@ -425,7 +426,7 @@ def main_compare(args: Any) -> int:
         args.resamples, args.seed, args.allow_different_data, args.allow_different_judge,
     )
     comparison.exceptions = exceptions
-    print(json.dumps(comparison.to_dict(), ensure_ascii=False, indent=2) if args.json else format_table(comparison))
+    print(json_output.dumps(comparison.to_dict()) if args.json else format_table(comparison))
     if args.junit:
         write_junit(comparison, args.junit)
     return 1 if comparison.failed else 0

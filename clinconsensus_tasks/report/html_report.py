@@ -16,12 +16,12 @@ rendered, nothing is cut off and no script failed. The tab keeps the report's ow
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from clinconsensus_tasks import json_output
 from clinconsensus_tasks.scorers.redact import redact
 from clinconsensus_tasks.report.runs import read_runs
 from clinconsensus_tasks.report.sections import (
@@ -104,7 +104,8 @@ def build_report(
         sections.append(baseline_section(baseline, runs, resamples, seed))
     if review:
         from clinconsensus_tasks.report.review_section import review_section
-        from clinconsensus_tasks.run_records.review import load_review, score_review
+        from clinconsensus_tasks.run_records.review_intake import load_review
+        from clinconsensus_tasks.run_records.review_score import score_review
 
         sections.append(review_section(score_review(load_review(review), resamples, seed)))
     sections.append(metadata_section(runs))
@@ -143,5 +144,5 @@ def main_report(args: Any) -> int:
 
     info = build_report(args.logs, args.output, args.markdown, args.resamples, args.seed, args.title, getattr(args, "baseline", None),
                         parse_prices(getattr(args, "prices", None) or []), getattr(args, "review", None))
-    print(json.dumps(info, ensure_ascii=False, indent=2))
+    print(json_output.dumps(info))
     return 0

@@ -1,12 +1,12 @@
 """The report's section on a physicians' review (``report ... --review DIR``): each judge of the
 reviewed runs against the physicians, the physicians with each other (the ceiling), what became
 of every physician's rows, and the headline metrics on the sampled answers from both sides. The
-figures are ``run_records.review.score_review``'s, the same ``review score`` prints."""
+figures are ``run_records.review_score.score_review``'s, the same ``review score`` prints."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from clinconsensus_tasks.report.sections import Section, Table
 from clinconsensus_tasks.report.svg import bar_chart
@@ -16,13 +16,38 @@ HEADERS = {"percent_agreement": "agreement", "kappa": "Cohen's kappa", "macro_f1
            "recall_met": "recall (met)"}
 
 
+def _undefined(value: float | None) -> bool:
+    return value is None or math.isnan(value)
+
+
 def interval_text(figure: Mapping[str, float]) -> str:
-    """``0.712 [0.650, 0.771]``; ``n/a`` without a value; the estimate alone without an interval."""
-    if math.isnan(figure["estimate"]):
+    """``0.712 [0.650, 0.771]``; ``n/a`` for an undefined figure; ``0.712 [no interval: 1 case]``
+    where too few cases contributed (never an estimate alone, which would read as exact)."""
+    if _undefined(figure["estimate"]):
         return "n/a"
-    if math.isnan(figure["low"]):
-        return f"{figure['estimate']:.3f}"
+    if _undefined(figure["low"]):
+        cases = figure.get("cases")
+        return f"{figure['estimate']:.3f} [no interval" + (f": {cases} case{'s' if cases != 1 else ''}]" if cases is not None else "]")
     return f"{figure['estimate']:.3f} [{figure['low']:.3f}, {figure['high']:.3f}]"
+
+
+def estimate_rows(judges: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Each run's headline metrics over every case: the judge's, the physicians' estimate and the
+    judge's bias (points), with their intervals; what ``review score`` and the report show."""
+    rows = []
+    for j in judges:
+        est = j.get("physicians_estimate")
+        for name, m in (est or {}).get("metrics", {}).items():
+            bias = {k: (None if _undefined(v) else 100 * v) for k, v in m["bias"].items() if k != "cases"}
+            bias_text = "n/a" if bias["estimate"] is None else (
+                f"{bias['estimate']:+.1f}" + ("" if bias["low"] is None else f" [{bias['low']:+.1f}, {bias['high']:+.1f}]"))
+            rows.append([f"{j['run']} · {j['title']}", name, f"{m['judge']:.3f}", interval_text(m["physicians"]), bias_text,
+                         f"{m['reviewed_cases']} of {m['cases']}", m["design"] or m["why"]])
+    return rows
+
+
+ESTIMATE_HEADER = ["run · judge", "metric", "judge (all cases)", "physicians' estimate [95% CI]", "judge's bias, points [95% CI]",
+                   "cases reviewed", "strata"]
 
 
 def judge_name(judge: Mapping[str, Any]) -> str:
@@ -37,6 +62,9 @@ def review_section(result: Mapping[str, Any]) -> Section:
         f"physicians' reference (their majority; {rows['ties']} ties and {rows['cannot_tell']} rows of 'cannot tell' only are "
         f"left out, not guessed). Intervals: 95% percentile bootstrap of cases ({result['resamples']} resamples, seed "
         f"{result['seed']}): a case's criteria share one answer, so cases are resampled, not rows.")
+    from clinconsensus_tasks.run_records.review_intake import coverage_text
+
+    section.notes.append(f"Coverage: {coverage_text(result['coverage'])}.")
     if result["problems"]:
         section.notes.append(f"{len(result['problems'])} rows or files left out of the sheets (edited, added, deleted, duplicated, "
                              "unlabelled or with a label not accepted): `clinconsensus-eval review score DIR` lists each.")
@@ -58,6 +86,18 @@ def review_section(result: Mapping[str, Any]) -> Section:
                                 [[p, str(t["assigned"]), str(t["labelled"]), str(t["cannot_tell"]),
                                   ", ".join(f"{why} {n}" for why, n in t["left_out"].items()) or "-", ", ".join(t["files"]) or "none returned"]
                                  for p, t in result["physicians"].items()]))
+    estimated = estimate_rows(judges)
+    if estimated:
+        section.tables.append(Table("Each run's headline over all its cases: the judge's, and the physicians' estimated from the review",
+                                    ESTIMATE_HEADER, estimated))
+        section.notes.append("The physicians' estimate is the judge's figure over every case corrected by the judge's error on the "
+                             "reviewed cases (stratified difference estimator, prediction-powered inference); its interval holds "
+                             "whatever the judge's quality, and the judge's bias is the judge's figure minus it. Pass@k and CACS@k "
+                             "need every criterion of a reviewed case labelled.")
+        for j in judges:
+            why = (j.get("physicians_estimate") or {}).get("why")
+            if why:
+                section.notes.append(f"{judge_name(j)}: rubric accuracy only: {why}.")
     head_rows = []
     for j in judges:
         head = j["headline"]
@@ -71,6 +111,11 @@ def review_section(result: Mapping[str, Any]) -> Section:
         section.tables.append(Table("Headline metrics on the sampled answers: physicians / judge",
                                     ["judge", "rows", "rubric accuracy (physicians)", "rubric accuracy (judge)",
                                      "answers with every criterion labelled", "on those: physicians / judge"], head_rows))
+    table = [[judge_name(j), p, str(s["rows"]), str(s["cases"]), interval_text(s["kappa"]), interval_text(s["macro_f1"])]
+             for j in judges for p, s in (j.get("by_physician_on_overlap") or {}).items()]
+    if table:
+        section.tables.append(Table("Each judge against each physician, on the rows every physician labels", ["judge", "physician", "rows",
+                                    "cases", "kappa", "macro F1"], table, collapsed=True))
     for dim in ("subject", "difficulty"):
         table = [[judge_name(j), label, str(s["rows"]), str(s["cases"]), interval_text(s["kappa"]), interval_text(s["macro_f1"])]
                  for j in judges for label, s in j[f"by_{dim}"].items()]
@@ -80,4 +125,4 @@ def review_section(result: Mapping[str, Any]) -> Section:
 
 
 def _bar(figure: Mapping[str, float]) -> float | None:
-    return None if math.isnan(figure["estimate"]) else figure["estimate"]
+    return None if _undefined(figure["estimate"]) else figure["estimate"]

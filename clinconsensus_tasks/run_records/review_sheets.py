@@ -17,6 +17,7 @@ import csv
 import hashlib
 import io
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -63,6 +64,13 @@ def shown_text(text: str) -> str:
 
 def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def fold_text(text: str) -> str:
+    """``text`` as an edit check compares it: Unicode NFKC (a full-width letter a spreadsheet or an
+    input method wrote is its plain form), every run of white space one blank, none at either end.
+    A changed word, digit or punctuation mark still differs."""
+    return " ".join(unicodedata.normalize("NFKC", text).split())
 
 
 def row_id(export_id: str, physician: int, row: int) -> str:
@@ -188,9 +196,12 @@ def is_sheet_file(path: Path) -> bool:
 
 
 def read_sheet(path: Path) -> Sheet:
-    """The rows of a returned sheet; never raises on a bad file (the problem is named instead)."""
+    """The rows of a returned sheet. A file whose bytes are no sheet is named (``problem``), never
+    raised; a file that could not be READ (storage refused, timed out, the object went away, a local
+    permission) raises :class:`~clinconsensus_tasks.errors.StorageError` naming it: labels a store
+    did not hand over are not a bad file, and the review must not be scored without them."""
+    raw = _read_bytes(path)
     try:
-        raw = _read_bytes(path)
         if path.suffix.lower() == ".xlsx":
             return _read_xlsx(path, raw)
         return _read_csv(path, raw)
@@ -215,11 +226,17 @@ def _cell_text(value: object) -> str:
 
 
 def _read_bytes(path: Path) -> bytes:
-    """The file's bytes: a local file, or the object a URL names (one GET)."""
+    """The file's bytes: a local file, or the object a URL names (one GET); a failure to read is a
+    :class:`~clinconsensus_tasks.errors.StorageError` naming the file."""
+    from clinconsensus_tasks.errors import StorageError
     from clinconsensus_tasks.storage import open_binary
 
-    with open_binary(path) as handle:
-        return handle.read()
+    try:
+        with open_binary(path) as handle:
+            return handle.read()
+    except OSError as exc:  # a local file (a URL's errors are StorageErrors already)
+        raise StorageError(f"{path}: the review sheet could not be read ({type(exc).__name__}: {exc}); "
+                           "nothing was scored without it") from exc
 
 
 def _read_xlsx(path: Path, raw: bytes) -> Sheet:

@@ -7,14 +7,12 @@ import json
 import pytest
 
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
-from clinconsensus_tasks.errors import DataValidationError
 from clinconsensus_tasks.stand_in import alt_disagrees, candidate_answer, oracle_verdict
 from clinconsensus_tasks.judge.client import JudgeSettings
-from clinconsensus_tasks.commands.tools import compare_logs, export_sft, label_agreement, read_labels, rescore
+from clinconsensus_tasks.commands.tools import compare_logs, export_sft, rescore
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
 from clinconsensus_tasks.scorers.clinconsensus.cacs import mean
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import cacs_term
-from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import per_criterion_messages
 
 from frameworks import expected_metrics, run_inspect, run_lmeval
@@ -71,39 +69,13 @@ def test_rescore_lmeval_samples(fake_server, tmp_path):
     assert lines[0]["cacs@10"] == cacs_term(records[0].met, 10)  # per-case values rewritten too
 
 
-def test_agreement_with_human_labels(fake_server, tmp_path, inspect_log):
-    # "Physician" labels for the first 3 cases: the oracle's verdicts with every 4th one flipped.
-    rows, pairs = [], []
-    for case in load_cases("sample").cases[:3]:
-        answer = candidate_answer(case.question)
-        for i, (cid, text) in enumerate(case.rubrics):
-            judge = oracle_verdict(answer, text)
-            human = (not judge) if i % 4 == 0 else judge
-            rows.append({"case_id": case.case_id, "criterion_id": cid, "criteria_met": human})
-            pairs.append((human, judge))
-    labels = tmp_path / "labels.jsonl"
-    labels.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    report = label_agreement(str(labels), [inspect_log])
-    (entry,) = report.values()
-    expected = Confusion.of(pairs)
-    assert entry["labelled_criteria"] == 90 and entry["judge_failures"] == 0
-    assert entry["overall"]["accuracy"] == (expected.tp + expected.tn) / 90
-    assert entry["overall"]["kappa"] == pytest.approx(cohen_kappa(expected), abs=1e-15)
-    assert set(entry["by_subject"]) >= {"心血管内科", "内分泌科"}
+def test_the_retired_agreement_command_points_to_review(capsys):
+    # It matched labels by case and criterion only: one model's labels applied to another's answers.
+    from clinconsensus_tasks.cli import main as cli_main
 
-
-def test_label_file_errors_name_line_and_field(tmp_path):
-    bad = tmp_path / "labels.jsonl"
-    bad.write_text('{"case_id": "A", "criterion_id": "A-R01", "criteria_met": true}\n'
-                   '{"case_id": "A", "criterion_id": "A-R01", "criteria_met": false}\n'
-                   '{"case_id": "", "criterion_id": "A-R02", "criteria_met": "maybe"}\n', encoding="utf-8")
-    with pytest.raises(DataValidationError) as info:
-        read_labels(bad)
-    assert info.value.problems == [
-        f"{bad}:2: case 'A' criterion 'A-R01': labelled twice",
-        f"{bad}:3: field 'case_id': missing or not a non-empty string",
-        f"{bad}:3: field 'criteria_met': expected true or false, got 'maybe'",
-    ]
+    assert cli_main(["agreement", "--labels", "labels.jsonl", "run.eval"]) == 2
+    err = capsys.readouterr().err
+    assert "`agreement --labels` is retired" in err and "clinconsensus-eval review score DIR" in err and "by its sha256" in err
 
 
 def test_export_sft_split_by_case_deduplicated_in_the_judge_prompt_format(fake_server, tmp_path):

@@ -24,17 +24,27 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
+import math
 import json
 import shutil
 from pathlib import Path
 
 import pytest
+import fsspec
 from openpyxl import load_workbook
 
 from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase
-from clinconsensus_tasks.run_records.review import KEY_FILE, ReviewRun, load_review, plan_review, run_agreement, score_review, write_review
+from clinconsensus_tasks.errors import StorageError
+from clinconsensus_tasks.log_files import CLINCONSENSUS
+from clinconsensus_tasks.report.release_gate import ReleaseBar, run_problems
+from clinconsensus_tasks.run_records.facts import RunFacts
+from clinconsensus_tasks.run_records.review_export import KEY_FILE, ReviewRun, plan_review, write_review
+from clinconsensus_tasks.run_records.review_intake import load_review
+from clinconsensus_tasks.run_records.review_score import run_agreement, score_review
 from clinconsensus_tasks.run_records.review_sheets import CELL_LIMIT, SHEET, read_sheet, shown_text
+from clinconsensus_tasks.scorers.agreement import Confusion, case_draws, macro_f1, precision_recall_f1
 from clinconsensus_tasks.scorers.clinconsensus.jury import panel_record
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
@@ -293,7 +303,7 @@ def test_every_bad_sheet_is_named_and_the_good_rows_are_kept(tmp_path):
     sheet.cell(row=4, column=3).value = "不同的回答"                  # answer edited
     sheet.cell(row=5, column=5).value = "yes"                         # a label not accepted
     sheet.cell(row=6, column=5).value = None                          # an empty label
-    sheet.cell(row=7, column=4).value += " "                          # criterion edited (a trailing blank is an edit)
+    sheet.cell(row=7, column=4).value += "并说明剂量"                  # criterion edited (a changed word is an edit; a blank is not)
     sheet.delete_rows(8)                                              # a row deleted: rows below move up by one
     sheet.append(["", "新问题", "新回答", "新标准", "符合", ""])          # a row added without an id
     sheet.append(["7cc1139946-P1-9999", "q", "a", "c", "符合", ""])     # a row added with a made-up id
@@ -378,3 +388,299 @@ def test_the_export_depends_on_the_seed_only(tmp_path):
     assert a["rows"] == b["rows"] and a["export_id"] == b["export_id"] and a["export_id"] != c["export_id"]
     assert hashlib.sha256(json.dumps(a["items"], sort_keys=True).encode()).hexdigest() == \
         hashlib.sha256(json.dumps(b["items"], sort_keys=True).encode()).hexdigest()
+
+
+# == a review a release can rest on (issue 45): the gate on the interval, nothing lost, undefined is n/a ==
+
+
+def strict_json(text: str):
+    """Parse as a strict parser does: NaN and Infinity are refused."""
+    return json.loads(text, parse_constant=lambda word: pytest.fail(f"not JSON: {word}"))
+
+
+def gate(records, review, min_kappa: float) -> list[str]:
+    facts = RunFacts("run.eval", "inspect", CLINCONSENSUS, physicians=run_agreement(records, review))
+    return [p for p in run_problems(facts, ReleaseBar(min_kappa=min_kappa)) if "kappa" in p or "review" in p or "labels" in p]
+
+
+# -- the gate on what the review can show ----------------------------------------------------------
+
+
+def test_a_review_of_one_case_cannot_pass_a_kappa_even_at_full_agreement(tmp_path):
+    # The issue's case: 1 case, 4 criteria, 1 physician who labels exactly what the judge said.
+    run = run_of()
+    folder = export(tmp_path, [run], cases=1, criteria_per_case=4)
+    fill_xlsx(folder / "physician_1.xlsx", lambda case, i: i < 5)
+    found = run_agreement(run.records, load_review(folder))
+    assert found["rows"] == 4 and found["overall"]["cases"] == 1
+    assert math.isnan(found["overall"]["kappa"]["low"])  # one case: no interval, whatever the estimate
+    (problem,) = gate(run.records, load_review(folder), 0.7)
+    assert "kappa 1.000 [no interval: 1 case]" in problem and "too small a review to show kappa >= 0.7" in problem
+    assert "at least 10 cases with a physicians' reference are needed" in problem and "about 27 cases" in problem
+
+
+def twelve_cases(judge_rule) -> ReviewRun:
+    """Twelve cases of one subject, each its own answer, ``judge_rule(case, i)`` the judge's verdicts."""
+    records = []
+    for n in range(12):
+        case = f"d{n:02d}"
+        graded = GradedCase.of_judge(case, "judge-x", "per_criterion", [CriterionJudgment(f"k{i}", judge_rule(case, i), "理由", 1)
+                                                                       for i in range(N)], slices={"subject": ("内科",), "difficulty": ("low",)})
+        records.append(LoggedCase(graded, f"病例 {case}：请问下一步？", f"回答 {case}", [(f"k{i}", f"第{i}项要点") for i in range(N)],
+                                  {"subject": "内科"}, f"run.eval: {case}"))
+    return ReviewRun("m", "/runs/m.eval", "inspect", records)
+
+
+def test_the_gate_passes_on_the_lower_end_of_the_interval_not_the_estimate(tmp_path):
+    # The judge says met for criteria 0-4; the physicians agree except on criterion 9 of every third case.
+    run = twelve_cases(lambda c, i: i < 5)
+    folder = export(tmp_path, [run], cases=12)
+    fill_xlsx(folder / "physician_1.xlsx", lambda case, i: (i < 5) != (i == 9 and int(case[1:]) % 3 == 0))
+    review = load_review(folder)
+    kappa = run_agreement(run.records, review)["overall"]["kappa"]
+    # 120 rows: tp 60, tn 56, fn 4 (physicians met, judge not); p_o 116/120; met shares 64/120 and 60/120.
+    p_o, p_e = 116 / 120, (64 / 120) * (60 / 120) + (56 / 120) * (60 / 120)
+    assert kappa["estimate"] == pytest.approx((p_o - p_e) / (1 - p_e)) and kappa["cases"] == 12
+    assert kappa["low"] < kappa["estimate"]
+    assert gate(run.records, review, round(kappa["low"] - 0.005, 3)) == []
+    between = round((kappa["low"] + kappa["estimate"]) / 2, 3)
+    (problem,) = gate(run.records, review, between)
+    assert f"the interval's lower end {kappa['low']:.3f} is below --min-kappa {between:g}" in problem and "more) would bring" in problem
+
+
+def test_a_physician_who_returned_nothing_and_an_unreadable_sheet_hold_the_gate(tmp_path):
+    run = twelve_cases(lambda c, i: i < 5)
+    folder = export(tmp_path, [run], cases=12, reviewers=2, overlap=0.0)
+    fill_xlsx(folder / "physician_1.xlsx", lambda case, i: i < 5)
+    (folder / "physician_9.xlsx").write_bytes(b"PK\x03\x04 torn in transfer")
+    review = load_review(folder)
+    assert review.not_returned == ["2"] and review.unreadable == [str(folder / "physician_9.xlsx")]
+    problems = gate(run.records, review, 0.1)
+    assert any("no labels back from P2: the review's sample is not whole" in p for p in problems), problems
+    assert any("1 sheet file(s) of the review could not be read as sheets" in p for p in problems), problems
+    cov = score_review(review)["coverage"]
+    assert cov["rows_assigned"] == 120 and cov["rows_labelled"] == 60 and cov["not_returned"] == ["P2"]
+
+
+# -- nothing lost in silence -------------------------------------------------------------------------
+
+
+def memory_review(tmp_path, url: str):
+    run = run_of()
+    write_review(plan_review([run], 4, None, 1, 0.0, 0), url)
+    fs = fsspec.filesystem("memory")
+    path = url.split("://", 1)[1].lstrip("/") + "/physician_1.xlsx"
+    book = load_workbook(io.BytesIO(fs.cat_file(path)))
+    key = json.loads(fs.cat_file(url.split("://", 1)[1].lstrip("/") + "/review_key.json"))
+    for row in book[SHEET].iter_rows(min_row=2):
+        item = key["items"][key["rows"][row[0].value]]
+        row[4].value = "符合" if physician_met(item["case_id"], int(item["criterion_id"][1:])) else "不符合"
+    out = io.BytesIO()
+    book.save(out)
+    fs.pipe_file(path, out.getvalue())
+    return run
+
+
+@pytest.mark.parametrize("typed", ["memory://rev-a/2026", "memory:///rev-a/2026"])
+def test_a_review_folder_is_found_however_fsspec_spells_its_url(tmp_path, typed):
+    fsspec.filesystem("memory").rm("/rev-a", recursive=True) if fsspec.filesystem("memory").exists("/rev-a") else None
+    memory_review(tmp_path, "memory://rev-a/2026")
+    result = score_review(load_review(typed))
+    assert result["judges"][0]["overall"]["kappa"]["estimate"] == pytest.approx(0.7) and result["problems"] == []
+    assert result["physicians"]["P1"]["files"] == ["physician_1.xlsx"]
+
+
+def test_a_sheet_the_store_would_not_hand_over_is_an_error_naming_it(tmp_path, monkeypatch, capsys):
+    # Stands in for a store refusing one object (s3fs raises PermissionError for AccessDenied) or timing out.
+    fsspec.filesystem("memory").rm("/rev-b", recursive=True) if fsspec.filesystem("memory").exists("/rev-b") else None
+    memory_review(tmp_path, "memory://rev-b/x")
+    real = fsspec.implementations.memory.MemoryFileSystem.cat_file
+
+    def refusing(self, path, *args, **kwargs):
+        if str(path).endswith("physician_1.xlsx"):
+            raise PermissionError("Access Denied")
+        return real(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(fsspec.implementations.memory.MemoryFileSystem, "cat_file", refusing)
+    with pytest.raises(StorageError, match="physician_1.xlsx: the store refused access"):
+        load_review("memory://rev-b/x")
+    assert cli_main(["review", "score", "memory://rev-b/x"]) == 2
+    assert "physician_1.xlsx: the store refused access (Access Denied)" in capsys.readouterr().err
+
+
+# -- undefined is n/a ----------------------------------------------------------------------------------
+
+
+def test_statistics_of_an_empty_class_are_undefined_not_zero():
+    all_met = Confusion(tp=10)
+    assert precision_recall_f1(all_met, True) == (1.0, 1.0, 1.0)
+    assert all(math.isnan(x) for x in precision_recall_f1(all_met, False)) and math.isnan(macro_f1(all_met))
+    assert precision_recall_f1(Confusion(tp=3, fn=2), False)[2] == 0.0  # "not met" said by one side only: F1 0, defined
+
+
+def test_a_slice_where_everyone_says_met_prints_n_a_and_writes_null(tmp_path, capsys):
+    run = run_of(rule=lambda i: True)
+    folder = export(tmp_path, [run])
+    fill_xlsx(folder / "physician_1.xlsx", lambda case, i: True)
+    assert cli_main(["review", "score", str(folder), "--json"]) == 0
+    judge = strict_json(capsys.readouterr().out)["judges"][0]["overall"]
+    assert judge["kappa"]["estimate"] is None and judge["macro_f1"]["estimate"] is None and judge["percent_agreement"]["estimate"] == 1.0
+    assert cli_main(["review", "score", str(folder)]) == 0
+    assert "n/a" in capsys.readouterr().out
+
+
+def test_the_case_draws_are_the_reports_index_draws_counted():
+    draws = case_draws(5, resamples=3, seed=4)
+    import numpy as np
+
+    index = np.random.default_rng(4).integers(0, 5, size=(3, 5))
+    assert draws.tolist() == [np.bincount(row, minlength=5).tolist() for row in index]
+
+
+# -- the edges -----------------------------------------------------------------------------------------
+
+
+def test_a_blank_copy_of_a_row_keeps_its_label_and_a_labelled_copy_fills_a_blank(tmp_path):
+    folder = export(tmp_path, [run_of()])
+    fill_xlsx(folder / "physician_1.xlsx", physician_met)
+    book = load_workbook(folder / "physician_1.xlsx")
+    sheet = book[SHEET]
+    first, second = [c.value for c in sheet[2]], [c.value for c in sheet[3]]
+    sheet.append([first[0], *first[1:4], None, None])  # a blank copy of a labelled row
+    sheet.cell(row=3, column=5).value = None           # row 3 left blank ...
+    sheet.append([second[0], *second[1:4], second[4], None])  # ... and labelled in its copy
+    book.save(folder / "physician_1.xlsx")
+    review = load_review(folder)
+    assert review.physicians["1"].labelled == 40 and review.physicians["1"].left_out == {"duplicated": 2}
+    assert score_review(review)["judges"][0]["overall"]["kappa"]["estimate"] == pytest.approx(0.7)
+
+
+def test_blanks_and_full_width_forms_are_no_edit(tmp_path):
+    folder = export(tmp_path, [run_of()])
+    fill_xlsx(folder / "physician_1.xlsx", physician_met)
+    book = load_workbook(folder / "physician_1.xlsx")
+    sheet = book[SHEET]
+    sheet.cell(row=2, column=4).value += "  "                               # a trailing blank
+    sheet.cell(row=3, column=2).value = " " + sheet.cell(row=3, column=2).value.replace("\n\n", "\n \n")
+    sheet.cell(row=4, column=3).value = sheet.cell(row=4, column=3).value.replace("（", "(").replace("）", ")")  # NFKC forms
+    book.save(folder / "physician_1.xlsx")
+    review = load_review(folder)
+    assert review.problems == [] and review.physicians["1"].labelled == 40
+
+
+def test_a_criterion_the_run_lacks_is_no_verdict_not_a_failure(tmp_path):
+    run = run_of()
+    short = [logged(GradedCase.of_judge(r.graded.case_id, "judge-y", "per_criterion",
+                                        [j for j in r.graded.judgments if j.criterion_id != "k9"], slices=r.graded.slices))
+             for r in run.records]
+    other = ReviewRun("model-a (lm-eval)", "/runs/a.jsonl", "lm-eval", short)
+    folder = export(tmp_path, [run, other])
+    fill_xlsx(folder / "physician_1.xlsx", physician_met)
+    judges = {j["run"]: j for j in score_review(load_review(folder))["judges"]}
+    lacking = judges["model-a (lm-eval)"]
+    assert lacking["rows"] == 36 and lacking["judge_failures"] == 0 and lacking["no_verdict"] == 4
+    assert judges["model-a (inspect)"]["rows"] == 40 and judges["model-a (inspect)"]["no_verdict"] == 0
+    found = run_agreement(short, load_review(folder))
+    assert found["rows"] == 36 and found["judge_failures"] == 0 and found["no_verdict"] == 4
+
+
+def test_two_epochs_of_one_answer_are_each_a_judge_and_each_a_row(tmp_path):
+    first = [logged(judged(c, "judge-x", lambda i: i < 5)) for c in ("c1", "c2")]
+    again = []
+    for c in ("c1", "c2"):
+        g = judged(c, "judge-x", lambda i: i < 4)  # the second epoch's judging differs on criterion 4
+        again.append(logged(GradedCase(**{**g.__dict__, "epoch": 2})))
+    run = ReviewRun("m", "/runs/m.eval", "inspect", first + again)
+    folder = export(tmp_path, [run], cases=2)
+    fill_xlsx(folder / "physician_1.xlsx", physician_met)
+    judges = {j["title"]: j for j in score_review(load_review(folder))["judges"]}
+    assert set(judges) == {"judge (epoch 1)", "judge (epoch 2)"}
+    assert judges["judge (epoch 1)"]["rows"] == judges["judge (epoch 2)"]["rows"] == 20
+    assert run_agreement(run.records, load_review(folder))["rows"] == 40
+
+
+def test_with_two_physicians_the_judge_is_also_measured_against_each(tmp_path):
+    # Two physicians on every row; P2 differs from P1 on criterion 9: those rows are ties for the majority.
+    folder = export(tmp_path, [run_of()], reviewers=2, overlap=1.0)
+    fill_xlsx(folder / "physician_1.xlsx", physician_met)
+    fill_xlsx(folder / "physician_2.xlsx", lambda case, i: physician_met(case, i) if i != 9 else not physician_met(case, i))
+    (judge,) = score_review(load_review(folder))["judges"]
+    assert judge["rows"] == 36  # 4 ties left out of the majority
+    each = judge["by_physician_on_overlap"]
+    assert each["P1"]["rows"] == 40 and each["P2"]["rows"] == 40
+    assert each["P1"]["kappa"]["estimate"] == pytest.approx(0.7)  # P1 is the hand-worked labelling
+    # P2: judge met on 0-4; P2 met on 0-3 of c1-c3 and on 0-4 and 9 of c4: tp 17, fn 1, fp 3, tn 19 of 40.
+    p_o, p_e = 36 / 40, (18 / 40) * (20 / 40) + (22 / 40) * (20 / 40)
+    assert each["P2"]["kappa"]["estimate"] == pytest.approx((p_o - p_e) / (1 - p_e))
+
+
+# == the physicians' headline (issue 46): the run's metrics over every case as the physicians would give them ==
+
+
+def physicians_of_twelve(case: str, i: int) -> bool:
+    """Met on 0-4, but not on 0 in every third case, and also on 9 in even cases (per case 0.4 to 0.6)."""
+    n = int(case[1:])
+    return (i < 5 and not (n % 3 == 0 and i == 0)) or (i == 9 and n % 2 == 0)
+
+
+def test_the_physicians_estimate_of_a_run_worked_by_hand(tmp_path):
+    # The judge says met on criteria 0-4 of all 12 cases: its rubric accuracy is 0.5 over the run.
+    # Four cases reviewed (all 10 criteria): each case's difference d = physicians' share - 0.5.
+    # One stratum with 4 reviewed cases: estimate 0.5 + mean(d); variance (1 - 4/12) * s^2(d) / 4.
+    run = twelve_cases(lambda c, i: i < 5)
+    folder = export(tmp_path, [run], cases=4)
+    fill_xlsx(folder / "physician_1.xlsx", physicians_of_twelve)
+    drawn = sorted({item["case_id"] for item in key_of(folder)["items"].values()})
+    d = [sum(physicians_of_twelve(c, i) for i in range(N)) / N - 0.5 for c in drawn]
+    mean = sum(d) / 4
+    se = math.sqrt((1 - 4 / 12) * sum((x - mean) ** 2 for x in d) / 3 / 4)
+    assert se > 0  # the drawn cases differ
+    (judge,) = score_review(load_review(folder), n_criteria=N)["judges"]
+    est = judge["physicians_estimate"]
+    ra = est["metrics"]["rubric_accuracy"]
+    assert ra["judge"] == 0.5 and ra["cases"] == 12 and ra["reviewed_cases"] == 4 and ra["design"] == "subject x difficulty"
+    assert ra["physicians"]["estimate"] == pytest.approx(0.5 + mean) and ra["physicians"]["stderr"] == pytest.approx(se)
+    assert ra["physicians"]["low"] == pytest.approx(0.5 + mean - 1.959963984540054 * se)
+    assert ra["bias"]["estimate"] == pytest.approx(-mean) and ra["bias"]["stderr"] == pytest.approx(se)
+    # Every criterion labelled: Pass@k and CACS@k too. With N = 10, k = 10: nobody meets all 10 (terms 0).
+    assert est["complete_cases"] == 4 and set(est["metrics"]) == {"rubric_accuracy", "pass@10", "pass@7", "cacs@10", "cacs@7"}
+    assert est["metrics"]["cacs@10"]["physicians"]["estimate"] == 0.0 and est["metrics"]["cacs@10"]["judge"] == 0.0
+    # The gate reads the run's own records: the same figures.
+    found = run_agreement(run.records, load_review(folder), n_criteria=N)
+    assert found["physicians_estimate"]["metrics"]["rubric_accuracy"] == ra
+
+
+def test_criteria_drawn_per_case_give_rubric_accuracy_only_and_say_why(tmp_path):
+    run = twelve_cases(lambda c, i: i < 5)
+    folder = export(tmp_path, [run], cases=4, criteria_per_case=3)
+    fill_xlsx(folder / "physician_1.xlsx", physicians_of_twelve)
+    (judge,) = score_review(load_review(folder), n_criteria=N)["judges"]
+    est = judge["physicians_estimate"]
+    assert list(est["metrics"]) == ["rubric_accuracy"] and "criteria were drawn per case" in est["why"]
+    # The difference is taken on the drawn rows: judge and physicians on the same three criteria.
+    key = key_of(folder)
+    rows: dict[str, list[int]] = {}
+    for item in key["items"].values():
+        rows.setdefault(item["case_id"], []).append(int(item["criterion_id"][1:]))
+    d = [sum(physicians_of_twelve(c, i) - (i < 5) for i in ids) / len(ids) for c, ids in rows.items()]
+    assert est["metrics"]["rubric_accuracy"]["physicians"]["estimate"] == pytest.approx(0.5 + sum(d) / len(d))
+
+
+def test_the_gate_holds_the_judges_bias_to_its_interval(tmp_path):
+    run = twelve_cases(lambda c, i: i < 5)
+    folder = export(tmp_path, [run], cases=4)
+    fill_xlsx(folder / "physician_1.xlsx", physicians_of_twelve)
+    review = load_review(folder)
+    facts = RunFacts("run.eval", "inspect", CLINCONSENSUS, physicians=run_agreement(run.records, review, n_criteria=N))
+    bias = facts.physicians["physicians_estimate"]["metrics"]["rubric_accuracy"]["bias"]
+    wide = math.ceil(100 * max(abs(bias["low"]), abs(bias["high"]))) + 1
+    assert [p for p in run_problems(facts, ReleaseBar(max_judge_bias=wide)) if "bias" in p] == []
+    (problem,) = [p for p in run_problems(facts, ReleaseBar(max_judge_bias=0.5)) if "bias" in p]
+    assert f"the bias interval [{100 * bias['low']:+.1f}, {100 * bias['high']:+.1f}] is not within +-0.5 points" in problem
+    assert "physicians' estimate" in problem and "from 4 of 12 cases reviewed" in problem
+    # One reviewed case: no interval, refused.
+    one = export(tmp_path, [run], cases=1, folder="one")
+    fill_xlsx(one / "physician_1.xlsx", physicians_of_twelve)
+    facts = RunFacts("run.eval", "inspect", CLINCONSENSUS, physicians=run_agreement(run.records, load_review(one), n_criteria=N))
+    (problem,) = [p for p in run_problems(facts, ReleaseBar(max_judge_bias=50)) if "bias" in p]
+    assert "the judge's bias has no interval" in problem and "1 reviewed case(s)" in problem

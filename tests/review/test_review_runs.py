@@ -24,7 +24,7 @@ import pytest
 from openpyxl import load_workbook
 
 from clinconsensus_tasks.cli import main as cli_main
-from clinconsensus_tasks.run_records.review import KEY_FILE
+from clinconsensus_tasks.run_records.review_export import KEY_FILE
 from clinconsensus_tasks.run_records.review_sheets import SHEET
 from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa, macro_f1
 from clinconsensus_tasks.stand_in import oracle_verdict
@@ -80,11 +80,11 @@ def fill(folder: Path) -> dict[str, bool]:
 def test_a_team_reviews_its_judges_from_both_frameworks_runs(campaign, capsys):
     root, runs = campaign
     folder = root / "review"
-    assert cli_main(["review", "export", str(root / "inspect"), str(root / "inspect-jury"), str(root / "lmeval"), "--output", str(folder), "--cases", "6",
+    assert cli_main(["review", "export", str(root / "inspect"), str(root / "inspect-jury"), str(root / "lmeval"), "--output", str(folder), "--cases", "12",
                      "--reviewers", "2", "--overlap", "0.5", "--seed", "1"]) == 0
     printed = capsys.readouterr().out
     # The three runs' answers are the same (the stand-in answers a question one way): they share their rows.
-    assert "6 cases, 180 rows to label, 7 judge(s) of 3 run(s) to compare" in printed
+    assert "12 cases, 360 rows to label, 7 judge(s) of 3 run(s) to compare" in printed
     fill(folder)
     assert cli_main(["review", "score", str(folder), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -107,7 +107,7 @@ def test_a_team_reviews_its_judges_from_both_frameworks_runs(campaign, capsys):
     assert judges[("panel-model", "juror 2")]["judge"] == "openai-api/judge/judge-alt"
     for (framework, title), judge in judges.items():
         confusion = expected("judge-alt" if title in ("second judge", "juror 2") else "judge-model")
-        assert judge["rows"] == 180 and judge["judge_failures"] == 0, (framework, title)
+        assert judge["rows"] == 360 and judge["judge_failures"] == 0 and judge["no_verdict"] == 0, (framework, title)
         assert judge["overall"]["kappa"]["estimate"] == pytest.approx(cohen_kappa(confusion))
         assert judge["overall"]["macro_f1"]["estimate"] == pytest.approx(macro_f1(confusion))
         assert judge["overall"]["kappa"]["low"] <= judge["overall"]["kappa"]["estimate"] <= judge["overall"]["kappa"]["high"]
@@ -115,22 +115,26 @@ def test_a_team_reviews_its_judges_from_both_frameworks_runs(campaign, capsys):
     assert judges[("cand-model (inspect)", "judge")]["overall"] == judges[("cand-model (lm-eval)", "judge")]["overall"]
     assert judges[("panel-model", "jury majority")]["overall"] == judges[("cand-model (inspect)", "judge")]["overall"]
     assert result["physician_agreement"]["pairwise"]["P1-P2"]["kappa"]["estimate"] == pytest.approx(1.0)
-    # 3 shared cases (90 rows) for both, the other 3 cases split 2 and 1 (the least loaded first, ties to the lower number).
-    assert {p: t["labelled"] for p, t in result["physicians"].items()} == {"P1": 150, "P2": 120}
+    # 6 shared cases (180 rows) for both, the other 6 cases split 3 and 3 (the least loaded first, ties to the lower number).
+    assert {p: t["labelled"] for p, t in result["physicians"].items()} == {"P1": 270, "P2": 270}
+    assert result["coverage"] == {"rows_assigned": 540, "rows_labelled": 540, "left_out": {}, "not_returned": [], "unreadable": []}
     assert result["problems"] == []
     kappa = judges[("cand-model (inspect)", "judge")]["overall"]["kappa"]
 
-    # The gate: each framework's run, its judge against the physicians, refused below --min-kappa with the interval.
+    # The gate: each framework's run, its judge against the physicians, held to the LOWER end of the kappa's interval.
+    line = (f"judge-physician kappa {kappa['estimate']:.3f} [{kappa['low']:.3f}, {kappa['high']:.3f}], macro F1 "
+            f"{judges[('cand-model (inspect)', 'judge')]['overall']['macro_f1']['estimate']:.3f} on 360 rows of 12 cases (0 failed "
+            "judgments, 0 criteria the run lacks left out); review: 540 of 540 assigned rows labelled")
+    between = round((kappa["low"] + kappa["estimate"]) / 2, 3)  # above the lower end, below the estimate: refused
+    assert kappa["low"] < between < kappa["estimate"]
     for run in (str(root / "inspect"), str(root / "lmeval")):
-        code = cli_main(["summarize", "--strict", run, "--review", str(folder), "--min-kappa", "0.99"])
+        code = cli_main(["summarize", "--strict", run, "--review", str(folder), "--min-kappa", str(between)])
         out = capsys.readouterr().out
         assert code == 1
-        line = (f"judge-physician kappa {kappa['estimate']:.3f} [{kappa['low']:.3f}, {kappa['high']:.3f}], macro F1 "
-                f"{judges[('cand-model (inspect)', 'judge')]['overall']['macro_f1']['estimate']:.3f} on 180 rows of 6 cases")
-        assert f"{line} (0 failed judgments left out): below --min-kappa 0.99" in out, out
-        assert cli_main(["summarize", "--strict", run, "--review", str(folder), "--min-kappa", "0.1"]) == 1  # the bundled sample still fails
-        out = capsys.readouterr().out
-        assert "below --min-kappa" not in out and f"{line} (0 failed judgments left out) (review {folder})" in out
+        assert f"{line}: the interval's lower end {kappa['low']:.3f} is below --min-kappa {between:g}" in out, out
+        assert cli_main(["summarize", "--strict", run, "--review", str(folder), "--min-kappa", str(round(kappa["low"] - 0.01, 3))]) == 1
+        out = capsys.readouterr().out  # the bundled sample still fails the release profile, but not for its judge
+        assert "--min-kappa" not in out.replace("at its interval's lower end (--min-kappa)", "") and f"{line} (review {folder})" in out, out
 
     # The report's section, in a real browser.
     page = root / "out" / "report.html"
