@@ -18,12 +18,14 @@ def add_thresholds(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thresholds", type=thresholds_type, default="7,10", help="k values for Pass@k and CACS@k, comma-separated")
 
 
-def judge_settings(args: argparse.Namespace):
+def judge_settings(args: argparse.Namespace, base: dict[str, str] | None = None):
+    """The judge's settings: the environment, ``base`` over it (e.g. what a log recorded), and the
+    command's ``--judge-*`` flags over both."""
     import os
 
     from clinconsensus_tasks.judge.client import JudgeSettings
 
-    env = dict(os.environ)
+    env = {**os.environ, **(base or {})}
     for name in ("base_url", "model", "api_key", "concurrency", "failure_threshold"):
         value = getattr(args, f"judge_{name}", None)
         if value is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -148,20 +148,104 @@ async def regrade(records: Sequence[LoggedCase], settings: Any, mode: str, templ
             for fresh, r in zip(out, records)]
 
 
-def rescore(log: str, output: str | Path, settings: Any, mode: str = PER_CRITERION) -> dict[str, float]:
-    """Grade the answers stored in ``log`` again with another judge or judge mode; write a new
-    log of the same kind to ``output`` and return its headline metrics. The per-criterion judge
-    prompt is ``$CLINCONSENSUS_JUDGE_PROMPT`` (default ``official``), as in an lm-eval run.
+# -- the protocol a re-scoring keeps -----------------------------------------------------------------
+
+# The settings of the judging protocol a run records in its header (Inspect's task arguments,
+# lm-eval's ``--metadata`` in the results file) that a re-scoring keeps unless told otherwise.
+# The prompt and the judge mode are recorded with every case.
+HEADER_PROTOCOL = ("judge_failure_threshold", "judge_max_tokens")
+PROMPT_FIELDS = ("judge_prompt", "judge_prompt_sha256", "judge_prompt_source")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How a run's answers were judged: the mode, the prompt (name, sha256, source) and the header's
+    :data:`HEADER_PROTOCOL` settings it recorded."""
+
+    mode: str
+    prompt: dict[str, str]
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+def recorded_protocol(log: str | Path, records: Sequence[LoggedCase]) -> Protocol:
+    """The protocol ``log`` recorded: its cases' judge mode and prompt (one of each, else an error
+    naming them) and the header's settings (:data:`HEADER_PROTOCOL`, where recorded)."""
+    modes = sorted({r.graded.judge_mode for r in records})
+    prompts = sorted({tuple(r.graded.judge_prompt.get(k, "") for k in PROMPT_FIELDS) for r in records})
+    if len(modes) != 1 or len(prompts) != 1:
+        raise DataValidationError([f"{log}: its cases were judged under {len(modes)} judge mode(s) {modes} and {len(prompts)} "
+                                   f"prompt(s) {[p[0] for p in prompts]}: re-score a log of one protocol"])
+    header = _header_settings(location(log))
+    return Protocol(modes[0], dict(zip(PROMPT_FIELDS, prompts[0])),
+                    {k: str(header[k]) for k in HEADER_PROTOCOL if header.get(k) not in (None, "")})
+
+
+def _header_settings(path: Any) -> dict[str, Any]:
+    """The judge settings a run's header recorded: an Inspect log's task arguments, an lm-eval
+    samples file's results file's task metadata (``--metadata``); ``{}`` where there is none."""
+    from clinconsensus_tasks.log_files import lmeval_run_key, lmeval_task, read_inspect_log
+
+    if path.suffix != ".jsonl":
+        return dict(read_inspect_log(path, header_only=True).eval.task_args or {})
+    results = path.with_name(f"results_{lmeval_run_key(path)[1]}.json")
+    with storage_errors(results):
+        if not results.exists():
+            return {}
+        data = json.loads(results.read_text(encoding="utf-8"))
+    return dict(((data.get("configs") or {}).get(lmeval_task(path)) or {}).get("metadata") or {})
+
+
+def protocol_template(recorded: Protocol, mode: str, choice: str | None) -> Any:
+    """The judge template to re-score with: ``choice`` (``--judge-prompt``) when given, else the one
+    the log recorded, loaded again and checked against its recorded sha256 before any judge call
+    (a prompt that cannot be had again is a named error). ``None``: the project's prompt."""
+    from clinconsensus_tasks.errors import ConfigurationError
+    from clinconsensus_tasks.judge.official_template import OFFICIAL, PROJECT, load_judge_prompt, prompt_record
+
+    if choice is not None:
+        return load_judge_prompt(choice, mode)
+    name, sha, source = (recorded.prompt[k] for k in PROMPT_FIELDS)
+    if mode != recorded.mode:  # another mode asked for: the same prompt's family in it (batched has one prompt)
+        return load_judge_prompt(PROJECT if name.startswith(PROJECT) else OFFICIAL if name == OFFICIAL else source, mode)
+    if not name:
+        raise ConfigurationError("the log does not record its judge prompt: name one with --judge-prompt (official, project or a file)")
+    if name in (PROJECT, "project-batched"):
+        template, again = None, prompt_record(None, mode)["judge_prompt_sha256"]
+        fix = "re-score with the clinconsensus-tasks version that ran it, or change the prompt with --judge-prompt"
+    elif name == OFFICIAL:
+        template = load_judge_prompt(OFFICIAL, mode)
+        again, fix = template.sha256, "give that script with --judge-prompt FILE, or change the prompt with --judge-prompt"
+    else:
+        if not Path(source).is_file():
+            raise ConfigurationError(f"the log's judge prompt {name!r} (sha256 {sha[:12]}...) was read from {source}, which is not "
+                                     "there now: give the same template with --judge-prompt FILE (its sha256 is checked), or "
+                                     "another prompt to change the protocol")
+        template = load_judge_prompt(source, mode)
+        again, fix = template.sha256, "give the template the run used with --judge-prompt FILE"
+    if again != sha:
+        raise ConfigurationError(f"the log's judge prompt {name!r} has sha256 {sha[:12]}..., the one loaded now {again[:12]}...: "
+                                 f"not the same prompt; {fix}")
+    return template
+
+
+def rescore(log: str, output: str | Path, settings: Any, mode: str | None = None, prompt: str | None = None,
+            records: Sequence[LoggedCase] | None = None, recorded: Protocol | None = None) -> dict[str, float]:
+    """Grade the answers stored in ``log`` again with another judge; write a new log of the same
+    kind to ``output`` and return its headline metrics. The judging protocol is the one the log
+    recorded (:func:`recorded_protocol`: mode, prompt checked by sha256, header settings, the last
+    already in ``settings``) unless ``mode`` or ``prompt`` (``official``, ``project``, a file) say
+    otherwise, so the new log is the same measurement with another judge.
 
     The failure policy applies as in the frameworks: when failed judgments exceed the threshold,
     ``JudgeFailureError`` is raised and no output is written (the verdicts obtained stay in the
     verdict cache: the same command run again asks only for the missing ones)."""
     from clinconsensus_tasks.judge.client import enforce_failure_policy
-    from clinconsensus_tasks.judge.official_template import load_judge_prompt
     from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 
-    template = load_judge_prompt(None, mode)
-    records = read_case_records(log)
+    records = read_case_records(log) if records is None else records
+    recorded = recorded or recorded_protocol(log, records)
+    mode = mode or recorded.mode
+    template = protocol_template(recorded, mode, prompt)  # before any call
     fresh = asyncio.run(regrade(records, settings, mode, template))
     enforce_failure_policy(fresh, settings)
     output = output_location(output)  # a local file or a URL

@@ -152,8 +152,8 @@ def score_review(review: Review, resamples: int = RESAMPLES, seed: int = 0, thre
     judges = []
     for judge_id, info in key["judges"].items():
         rows = [(i, item["verdicts"][judge_id]) for i, item in items.items() if judge_id in item["verdicts"]]
-        no_verdict = sum(1 for i, item in items.items() if i in refs and judge_id not in item["verdicts"]
-                         and _same_run_answer(items, i, judge_id, key))
+        graded = {_answer(items[i]) for i, _ in rows}  # the answers this judge graded: a row of one without its verdict
+        no_verdict = sum(1 for i, item in items.items() if i in refs and judge_id not in item["verdicts"] and _answer(item) in graded)
         entry = {"id": judge_id, **{k: v for k, v in info.items() if k != "census"}, **_judge_rows(review, refs, rows, no_verdict, resamples, seed),
                  "headline": _headline(items, refs, rows, thresholds, n_criteria)}
         if info.get("census") and info["role"] == HEADLINE_ROLE:
@@ -183,11 +183,9 @@ def score_review(review: Review, resamples: int = RESAMPLES, seed: int = 0, thre
     }
 
 
-def _same_run_answer(items: Mapping[str, Mapping[str, Any]], item: str, judge_id: str, key: Mapping[str, Any]) -> bool:
-    """Whether the judge graded the answer of ``item`` (another criterion of the same answer carries
-    its verdict): then a missing verdict on ``item`` is a criterion its run lacks."""
-    answer = (items[item]["case_id"], items[item]["answer_sha256"])
-    return any(judge_id in other["verdicts"] for other in items.values() if (other["case_id"], other["answer_sha256"]) == answer)
+def _answer(item: Mapping[str, Any]) -> tuple[str, str]:
+    """The answer a row belongs to: its case and the answer's sha256."""
+    return item["case_id"], item["answer_sha256"]
 
 
 def run_agreement(records: Sequence[LoggedCase], review: Review, resamples: int = RESAMPLES, seed: int = 0,
