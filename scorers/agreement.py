@@ -195,12 +195,14 @@ def case_draws(cases: int, resamples: int = RESAMPLES, seed: int = 0) -> np.ndar
 
 
 def percentile_interval(estimate: float, drawn: Sequence[float] | np.ndarray, cases: int, level: float = LEVEL) -> Interval:
-    """The percentile interval of the resampled statistic ``drawn`` (NaN draws, resamples where the
-    statistic is undefined, are left out); undefined from fewer than :data:`MIN_CASES` contributing
-    ``cases``, fewer than two defined draws, or an undefined estimate."""
+    """The percentile interval of the resampled statistic ``drawn``; undefined from fewer than
+    :data:`MIN_CASES` contributing ``cases``, an undefined estimate, or a statistic undefined (NaN)
+    in more than one tail's share of the resamples: an interval over the resamples where it happens
+    to be defined (ten rows that all agree: kappa is 1.0 wherever both classes were drawn) would
+    look far surer than the data is."""
     values = np.asarray(drawn, dtype=float)
     finite = values[np.isfinite(values)]
-    if cases < MIN_CASES or len(finite) < 2 or not math.isfinite(estimate):
+    if cases < MIN_CASES or len(finite) < 2 or not math.isfinite(estimate) or len(values) - len(finite) > (1 - level) / 2 * len(values):
         return Interval.undefined(estimate, cases)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(finite, [tail, 100 - tail])
@@ -286,17 +288,31 @@ def mean_intervals(per_case: np.ndarray, resamples: int = RESAMPLES, seed: int =
 # -- samples of cases ------------------------------------------------------------------------------------
 
 
-def allocate(sizes: Mapping[Hashable, int], n: int) -> dict[Hashable, int]:
-    """``n`` draws shared among strata in proportion to their ``sizes`` (largest remainders, ties by
-    the stratum's order), none above a stratum's size. ``n`` above the total takes every case."""
+def allocate(sizes: Mapping[Hashable, int], n: int, rng: random.Random | None = None) -> dict[Hashable, int]:
+    """``n`` draws shared among strata in proportion to their ``sizes``, none above a stratum's size;
+    ``n`` above the total takes every case. Each stratum gets the whole part of its quota, and the
+    draws left over go to strata by their quotas' fractional parts: with ``rng``, at random with
+    exactly those probabilities (systematic selection on the fractions from a random start, Madow's
+    method), so every case of every stratum has the same chance ``n / total`` of being drawn and
+    the sample is self-weighting; without, to the largest fractions (ties by the stratum's order),
+    which leaves some small strata out of every draw."""
     total = sum(sizes.values())
     n = min(n, total)
     if n <= 0 or total == 0:
         return {s: 0 for s in sizes}
     quotas = {s: n * size / total for s, size in sizes.items()}
     out = {s: math.floor(q) for s, q in quotas.items()}
-    order = sorted(sizes, key=lambda s: (-(quotas[s] - out[s]), repr(s)))
     short = n - sum(out.values())
+    if rng is not None:
+        point, reached = rng.random(), 0.0  # points point, point + 1, ... on the strata's fractions laid end to end
+        for s in sorted(sizes, key=repr):
+            before, reached = reached, reached + quotas[s] - out[s]
+            if short and before <= point < reached:
+                out[s] += 1
+                short -= 1
+                point += 1
+        return out
+    order = sorted(sizes, key=lambda s: (-(quotas[s] - out[s]), repr(s)))
     for s in order:
         if short == 0:
             break

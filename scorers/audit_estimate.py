@@ -46,9 +46,13 @@ def stratified_sample(strata: Mapping[str, Hashable], share: float, seed: int) -
 
 
 def difference_estimate(local: Mapping[str, float], api: Mapping[str, float], strata: Mapping[str, Hashable],
-                        z: float = Z_95) -> Interval:
+                        z: float = Z_95, finite_population: bool = True) -> Interval:
     """The API judge's mean over every case of ``local`` (the local judge's per-case values), from
-    the sampled cases in ``api``; ``strata`` gives each case's stratum (see the module docstring)."""
+    the sampled cases in ``api``; ``strata`` gives each case's stratum (see the module docstring).
+    ``finite_population=False`` when a sampled case's value is itself estimated (a share of its
+    criteria reviewed, rows left out): the factor (1 - n_h / N_h) is dropped, so a stratum sampled
+    whole still carries the variance of its cases' values (the with-replacement variance, which
+    is conservative for a two-stage sample)."""
     missing = sorted(set(api) - set(local))
     if missing:
         raise ValueError(f"cases graded by the API judge but not by the local judge: {', '.join(missing[:5])}")
@@ -65,7 +69,7 @@ def difference_estimate(local: Mapping[str, float], api: Mapping[str, float], st
         weight, n = len(ids) / total, len(diffs)
         d_mean = sum(diffs) / n
         estimate += weight * (sum(local[i] for i in ids) / len(ids) + d_mean)
-        if n < len(ids):
+        if n < len(ids) or (not finite_population and n > 1):
             s2 = sum((d - d_mean) ** 2 for d in diffs) / (n - 1)
-            variance += weight**2 * (1 - n / len(ids)) * s2 / n
+            variance += weight**2 * ((1 - n / len(ids)) if finite_population else 1.0) * s2 / n
     return Interval.around(estimate, math.sqrt(variance), z)

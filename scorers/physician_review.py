@@ -70,7 +70,7 @@ def reference(labels: Sequence[str]) -> tuple[bool | None, str]:
 def sample_cases(strata: Mapping[str, Hashable], n: int, seed: int) -> list[str]:
     """``n`` case ids drawn without replacement, stratified (:func:`allocate`); the draw depends on
     the ids, strata, ``n`` and ``seed`` only, not on their order. Returned sorted."""
-    return stratified_draw(strata, lambda sizes: allocate(sizes, n), seed)
+    return stratified_draw(strata, lambda sizes: allocate(sizes, n, random.Random(f"{seed}:allocate")), seed)
 
 
 def assign(case_rows: Mapping[str, int], reviewers: int, overlap: float, seed: int) -> dict[str, tuple[int, ...]]:
@@ -126,8 +126,12 @@ def rater_agreement(labels_by_case: Mapping[str, Sequence[Mapping[str, bool]]], 
 ONE_STRATUM = "the run as one stratum"
 
 
+MIN_REVIEWED_CASES = 2  # the fewest reviewed cases an estimate is given from (the release gate asks for more)
+
+
 def physicians_estimate(judge_census: Mapping[str, float], reviewed: Mapping[str, tuple[float, float]],
-                        strata: Mapping[str, Hashable], stratum_names: str = "subject x difficulty") -> dict[str, object]:
+                        strata: Mapping[str, Hashable], stratum_names: str = "subject x difficulty",
+                        whole_cases: bool = True) -> dict[str, object]:
     """A per-case metric over EVERY case of a run as the physicians would grade it, from the judge's
     census and the physicians' sample (the stratified difference estimator, prediction-powered
     inference with the physicians as the reference; ``scorers.audit_estimate``):
@@ -142,9 +146,17 @@ def physicians_estimate(judge_census: Mapping[str, float], reviewed: Mapping[str
       reviewed cases (or is reviewed whole), else the run is one stratum (the export draws in
       proportion to the strata, so the sample is close to self-weighting); ``design`` says which.
 
+    ``whole_cases``: every criterion of every reviewed case has a physicians' reference. When not
+    (criteria drawn, ties, cannot tell), a reviewed case's difference is itself a sample, and the
+    finite-population factor is dropped (``difference_estimate(finite_population=False)``), so a
+    stratum reviewed whole does not read as known exactly; the strata then need two reviewed cases
+    each.
+
     Returns the physicians' estimate and the judge's bias (judge minus physicians) as intervals,
-    the judge's own figure, the cases and the design; undefined (NaN, ``why``) from fewer than two
-    reviewed cases."""
+    the judge's own figure, the cases and the design. The interval is undefined (NaN, with ``why``)
+    from fewer than :data:`MIN_REVIEWED_CASES` reviewed cases, and when the reviewed cases show no
+    spread at all (every difference equal) short of a census of whole cases: a variance of 0 from a
+    sample is no evidence the judge's error is known."""
     cases = len(judge_census)
     n = len(reviewed)
     judge = math.fsum(judge_census.values()) / cases if cases else math.nan
@@ -152,21 +164,27 @@ def physicians_estimate(judge_census: Mapping[str, float], reviewed: Mapping[str
     unknown = sorted(set(reviewed) - set(judge_census))
     if unknown:
         raise ValueError(f"reviewed cases the run does not hold: {', '.join(unknown[:5])}")
-    if n < MIN_PER_STRATUM:
+    if n < MIN_REVIEWED_CASES:
         return {**out, "design": "", "physicians": Interval.undefined().to_dict(), "bias": Interval.undefined().to_dict(),
-                "why": f"{n} reviewed case(s): the estimate needs at least {MIN_PER_STRATUM}"}
+                "why": f"{n} reviewed case(s): the estimate needs at least {MIN_REVIEWED_CASES}"}
     sizes: dict[Hashable, int] = {}
     for case in judge_census:
         sizes[strata[case]] = sizes.get(strata[case], 0) + 1
     taken: dict[Hashable, int] = {}
     for case in reviewed:
         taken[strata[case]] = taken.get(strata[case], 0) + 1
-    stratified = all(taken.get(s, 0) >= min(MIN_PER_STRATUM, size) for s, size in sizes.items())
+    stratified = all(taken.get(s, 0) >= (min(MIN_PER_STRATUM, size) if whole_cases else MIN_PER_STRATUM) for s, size in sizes.items())
     used = strata if stratified else dict.fromkeys(judge_census, ONE_STRATUM)
     # difference_estimate takes the reference's value of a case; the judge's census value plus the
     # case's difference on the reviewed rows makes (reference - census) that difference.
     reference = {case: judge_census[case] + phys - judged for case, (phys, judged) in reviewed.items()}
-    physicians = difference_estimate(judge_census, reference, used)
+    physicians = difference_estimate(judge_census, reference, used, finite_population=whole_cases)
+    design = stratum_names if stratified else ONE_STRATUM
+    census = whole_cases and n == cases
+    if physicians.stderr == 0 and not census:
+        why = (f"the {n} reviewed cases show no spread in the judge's error (within each stratum every case's "
+               "difference is the same): a sample without spread gives no interval; review more cases")
+        return {**out, "design": design, "physicians": Interval.undefined(physicians.estimate).to_dict(),
+                "bias": Interval.undefined(judge - physicians.estimate).to_dict(), "why": why}
     bias = Interval.around(judge - physicians.estimate, physicians.stderr)
-    return {**out, "design": stratum_names if stratified else ONE_STRATUM,
-            "physicians": physicians.to_dict(), "bias": bias.to_dict(), "why": ""}
+    return {**out, "design": design, "physicians": physicians.to_dict(), "bias": bias.to_dict(), "why": ""}

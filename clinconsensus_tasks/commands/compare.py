@@ -6,7 +6,7 @@ import argparse
 
 from clinconsensus_tasks import json_output
 from clinconsensus_tasks.commands.arguments import add_thresholds
-from clinconsensus_tasks.commands.tables import format_table
+from clinconsensus_tasks.commands.tables import format_table, number
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,5 +27,5 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json_output.dumps(report))
     else:
-        print("\n".join(format_table(["metric", "value"], [[k, f"{v:.4f}"] for k, v in report.items()], indent="")))
+        print("\n".join(format_table(["metric", "value"], [[k, number(v)] for k, v in report.items()], indent="")))
     return 0

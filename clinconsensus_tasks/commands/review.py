@@ -40,6 +40,16 @@ def _share(value: str) -> float:
     return share
 
 
+def _resamples(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of resamples, got {value!r}") from None
+    if n < 100:
+        raise argparse.ArgumentTypeError(f"{n} resamples: a 95% percentile interval needs at least 100 (1000 is the default)")
+    return n
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="review_command", required=True, metavar="STEP")
     export = sub.add_parser("export", formatter_class=p.formatter_class, help="write blind review sheets (one per physician) and the review key from runs",
@@ -62,7 +72,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                        "left out and why.")
     score.add_argument("folder", metavar="DIR", help="the folder (or URL prefix) review export wrote, with the filled sheets in it")
     score.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    score.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of cases")
+    score.add_argument("--resamples", type=_resamples, default=1000, help="bootstrap resamples of cases (at least 100)")
     score.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     add_thresholds(score)
     score.add_argument("--n-criteria", type=int, default=30, help="criteria per case, N")

@@ -107,7 +107,7 @@ def main(args: argparse.Namespace) -> int:
             print("\n".join(format_table(["label", "cases", *names], rows)))
         if "agreement" in result:
             print("-- two judges: local judge " + "  ".join(f"{n} {num(result['local_judge'][n])}" for n in names))
-            print("\n".join(format_table(["agreement", "value"], [[k, f"{v:.4f}"] for k, v in result["agreement"].items()])))
+            print("\n".join(format_table(["agreement", "value"], [[k, number(v)] for k, v in result["agreement"].items()])))
         if "jury" in result:
             print("\n".join(_jury_lines(result["jury"], names, num)))
         for row in result["judge_usage"]:
@@ -119,7 +119,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _jury_lines(jury: dict, names: Sequence[str], num) -> list[str]:
-    interval = lambda k: f"{k['estimate']:.3f} [{k['low']:.3f}, {k['high']:.3f}]"  # noqa: E731
+    from clinconsensus_tasks.report.review_section import interval_text as interval
     lines = [f"-- jury of {len(jury['jurors'])} (strict majority, at least {jury['min_votes']} usable votes): the headline is "
              f"the panel's verdicts, not the single-judge official protocol; fleiss_kappa {interval(jury['fleiss_kappa'])}"]
     rows = [[f"{j['role']} {j['judge']}", *(num(j[n]) for n in names), str(int(j["judge_failures"]))] for j in jury["jurors"]]
@@ -154,9 +154,14 @@ def _release_gate(args: argparse.Namespace) -> int:
         from clinconsensus_tasks.run_records.review_intake import load_review
 
         review = load_review(args.review)
-        # Every problem `review score` names, here too: the kappa below rests on the rows they left.
-        for problem in review.problems:
+        # The problems `review score` names, here too: the kappa below rests on the rows they left.
+        from clinconsensus_tasks.commands.review import SHOWN_PROBLEMS
+
+        for problem in review.problems[:SHOWN_PROBLEMS]:
             print(f"review {args.review}: left out: {redact(problem)}")
+        if len(review.problems) > SHOWN_PROBLEMS:
+            print(f"review {args.review}: ... and {len(review.problems) - SHOWN_PROBLEMS} more left out "
+                  f"(clinconsensus-eval review score {args.review} --json lists every one)")
         for note in review.notes:
             print(f"review {args.review}: note: {redact(note)}")
     runs = gate_runs(args.logs)

@@ -6,8 +6,11 @@ import unicodedata
 from collections.abc import Sequence
 
 
-def number(x: float, percent: bool) -> str:
-    """A metric as the frameworks show it (a fraction), or in percent when asked."""
+def number(x: float | None, percent: bool = False) -> str:
+    """A metric as the frameworks show it (a fraction), or in percent when asked; ``n/a`` for an
+    undefined one (NaN: kappa of one class, precision of a class never said)."""
+    if x is None or x != x:
+        return "n/a"
     return f"{100 * x:.2f}" if percent else f"{x:.4f}"
 
 

@@ -52,6 +52,7 @@ from clinconsensus_tasks.clinconsensus.dataset import HF_DATA_REVISION, HF_DATAS
 from clinconsensus_tasks.judge.input_limit import OFFICIAL_CUT
 from clinconsensus_tasks.log_files import CLIMEDBENCH
 from clinconsensus_tasks.run_records.facts import RunFacts, served_name
+from clinconsensus_tasks.run_records.review_intake import MIN_LABELLED_SHARE
 from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 from clinconsensus_tasks.scorers.clinconsensus.jury import is_jury
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, TASK_VERSION as CLIN_VERSION, mean_names
@@ -344,6 +345,7 @@ def _climedbench_numbers(run: RunFacts) -> list[str]:
 
 
 GATE_MIN_CASES = 10  # the fewest reviewed cases whose percentile interval the gate reads (fewer: too few clusters)
+GATE_MIN_ROWS = 100  # and rows: ten rows that all agree give kappa 1.0 in every resample
 # docs/review.md's simulation (bench/review_sample_size.py): cases for a +-0.05 interval at kappa 0.7,
 # all 30 criteria labelled, the judge's errors spread evenly / clustered in cases.
 PLANNED_CASES = {"even": 27, "clustered": 174}
@@ -369,6 +371,15 @@ def physicians_text(found: Mapping[str, Any]) -> str:
             f"{found.get('no_verdict', 0)} criteria the run lacks left out){cover}")
 
 
+def _no_rows(found: Mapping[str, Any]) -> str:
+    """Why a run has no row to compare, and what to do."""
+    if found.get("without_reference"):
+        return (f"the review holds {found['without_reference']} row(s) of this run's answers, none with a physicians' reference "
+                "(ties, 'cannot tell', or rows left out): add a physician to break ties, or have the rows labelled again")
+    return ("the review holds no physician-labelled row of this run's answers: export it from this run "
+            "(clinconsensus-eval review export RUN) and have the sheets filled")
+
+
 def _cases_needed(kappa: Mapping[str, float], cases: int, bar: float) -> str:
     """How many cases the review would need for the kappa interval's lower end to reach ``bar``:
     the interval's half-width shrinks as one over the square root of the cases (at this spread and
@@ -377,7 +388,8 @@ def _cases_needed(kappa: Mapping[str, float], cases: int, bar: float) -> str:
     plan = (f"docs/review.md's simulation asks for about {PLANNED_CASES['even']} cases of 30 criteria at kappa 0.7 with the "
             f"judge's errors spread evenly, {PLANNED_CASES['clustered']} with them clustered")
     if math.isnan(low) or math.isnan(estimate):
-        return f"at least {GATE_MIN_CASES} cases with a physicians' reference are needed for an interval; {plan}"
+        return (f"the gate reads an interval from at least {GATE_MIN_CASES} cases and {GATE_MIN_ROWS} rows with a physicians' "
+                f"reference; {plan}")
     if estimate <= bar:
         return f"the estimate itself is not above {bar:g}: more cases narrow the interval, they do not raise it"
     needed = math.ceil(cases * ((estimate - low) / (estimate - bar)) ** 2)
@@ -391,10 +403,16 @@ def estimate_text(found: Mapping[str, Any]) -> str:
         return "no physicians' estimate (no reviewed row of this run)"
     phys, bias = est["physicians"], est["bias"]
     if _undefined(phys["estimate"]) or _undefined(phys["low"]):
-        return f"physicians' rubric accuracy n/a ({est['why'] or 'no interval'}); judge {est['judge']:.3f}"
+        return (f"rubric accuracy: judge {est['judge']:.3f}, physicians' estimate "
+                f"{'n/a' if _undefined(phys['estimate']) else format(phys['estimate'], '.3f')} [no interval: {est['why']}]")
     return (f"rubric accuracy: judge {est['judge']:.3f}, physicians' estimate {phys['estimate']:.3f} [{phys['low']:.3f}, "
-            f"{phys['high']:.3f}], judge's bias {100 * bias['estimate']:+.1f} points [{100 * bias['low']:+.1f}, {100 * bias['high']:+.1f}] "
+            f"{phys['high']:.3f}], judge's bias {_points(bias['estimate'])} points [{_points(bias['low'])}, {_points(bias['high'])}] "
             f"from {est['reviewed_cases']} of {est['cases']} cases reviewed ({est['design']})")
+
+
+def _points(share: float) -> str:
+    """A share as signed percentage points, one decimal (never ``-0.0``)."""
+    return f"{round(100 * share, 1) + 0.0:+.1f}"
 
 
 def _undefined(value: float | None) -> bool:
@@ -412,8 +430,11 @@ def _review_whole(run: RunFacts, bar: ReleaseBar) -> list[str]:
         problems.append(f"{len(cover['unreadable'])} sheet file(s) of the review could not be read as sheets "
                         f"({', '.join(cover['unreadable'][:3])}): mend or remove them, then gate again")
     if cover.get("not_returned"):
-        problems.append(f"no labels back from {', '.join(cover['not_returned'])}: the review's sample is not whole; "
-                        "gate once every physician's sheet is in the folder")
+        problems.append(f"no usable labels back from {', '.join(cover['not_returned'])} (no sheet, none filled, only 'cannot "
+                        "tell', or every row left out): the review's sample is not whole; gate once every physician's sheet is in")
+    for physician, share in (cover.get("short") or {}).items():
+        problems.append(f"{physician} labelled {share:.0%} of their rows, under the {MIN_LABELLED_SHARE:.0%} the gate asks for: "
+                        "the review's sample is not whole; have the sheet finished")
     return problems
 
 
@@ -424,14 +445,17 @@ def _judge_bias(run: RunFacts, bar: ReleaseBar) -> list[str]:
         return []
     if run.physicians is None:
         return ["--max-judge-bias needs the physicians' review of this run (--review DIR)"]
+    if not run.physicians["rows"]:
+        return [_no_rows(run.physicians)]
     est = (run.physicians.get("physicians_estimate") or {}).get("metrics", {}).get("rubric_accuracy")
-    if not est or _undefined(est["bias"]["low"]):
-        return [f"{estimate_text(run.physicians)}: the judge's bias has no interval, so --max-judge-bias "
-                f"{bar.max_judge_bias:g} cannot be shown; review more of this run's cases (at least 2)"]
+    if not est or _undefined(est["bias"]["low"]) or est["reviewed_cases"] < GATE_MIN_CASES:
+        return [f"{estimate_text(run.physicians)}: too small a review to show the judge's bias within +-{bar.max_judge_bias:g} "
+                f"points (the gate reads an interval from at least {GATE_MIN_CASES} reviewed cases; docs/review.md's simulation "
+                "asks for about 80 for +-2 points with the judge's errors spread evenly, 180 with them clustered)"]
     low, high, x = 100 * est["bias"]["low"], 100 * est["bias"]["high"], bar.max_judge_bias
     if low < -x or high > x:
-        return [f"{estimate_text(run.physicians)}: the bias interval [{low:+.1f}, {high:+.1f}] is not within +-{x:g} points "
-                "(--max-judge-bias)"]
+        return [f"{estimate_text(run.physicians)}: the bias interval [{_points(low / 100)}, {_points(high / 100)}] is not within "
+                f"+-{x:g} points (--max-judge-bias)"]
     return []
 
 
@@ -447,10 +471,9 @@ def _physicians(run: RunFacts, bar: ReleaseBar) -> list[str]:
         return ["--min-kappa needs the physicians' review of this run (--review DIR)"]
     problems: list[str] = []
     if not found["rows"]:
-        return problems + ["the review holds no physician-labelled row of this run's answers: export it from this run "
-                           "(clinconsensus-eval review export RUN) and have the sheets filled"]
+        return problems + [_no_rows(found)]
     kappa, cases = found["overall"]["kappa"], found["overall"]["cases"]
-    if cases < GATE_MIN_CASES or math.isnan(kappa["low"]):
+    if cases < GATE_MIN_CASES or found["rows"] < GATE_MIN_ROWS or _undefined(kappa["low"]):
         problems.append(f"{physicians_text(found)}: too small a review to show kappa >= {bar.min_kappa:g} "
                         f"({_cases_needed({**kappa, 'low': math.nan}, cases, bar.min_kappa)})")
     elif kappa["low"] < bar.min_kappa:

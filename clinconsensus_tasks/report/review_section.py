@@ -38,9 +38,9 @@ def estimate_rows(judges: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     for j in judges:
         est = j.get("physicians_estimate")
         for name, m in (est or {}).get("metrics", {}).items():
-            bias = {k: (None if _undefined(v) else 100 * v) for k, v in m["bias"].items() if k != "cases"}
+            bias = {k: (None if _undefined(v) else round(100 * v, 1) + 0.0) for k, v in m["bias"].items() if k != "cases"}  # never -0.0
             bias_text = "n/a" if bias["estimate"] is None else (
-                f"{bias['estimate']:+.1f}" + ("" if bias["low"] is None else f" [{bias['low']:+.1f}, {bias['high']:+.1f}]"))
+                f"{bias['estimate']:+.1f}" + (" [no interval]" if bias["low"] is None else f" [{bias['low']:+.1f}, {bias['high']:+.1f}]"))
             rows.append([f"{j['run']} · {j['title']}", name, f"{m['judge']:.3f}", interval_text(m["physicians"]), bias_text,
                          f"{m['reviewed_cases']} of {m['cases']}", m["design"] or m["why"]])
     return rows

@@ -7,7 +7,9 @@ everything else is named (file, sheet, row, column) in ``problems`` and left out
 reason in each physician's tally. A sheet whose bytes are no sheet, or of another export, is
 named in ``problems`` and in ``unreadable``; a sheet storage could not read raises a
 :class:`~clinconsensus_tasks.errors.StorageError` naming it (nothing is scored without it). A
-physician with no sheet back, or none with a label, is in ``not_returned``. :func:`coverage` sums
+physician with no usable label back (no sheet, none filled, only "cannot tell", every row left
+out) is in ``not_returned``; one who labelled less than :data:`MIN_LABELLED_SHARE` of their rows is
+``short`` in the coverage. :func:`coverage` sums
 it up for the gate and the report.
 """
 
@@ -25,6 +27,7 @@ from clinconsensus_tasks.scorers.physician_review import CANNOT_TELL, NO_LABEL, 
 from clinconsensus_tasks.storage import listing, location, open_binary, remote_child, same_file
 
 KEY_VERSIONS = (1, 2)  # the key versions read: 1 compares texts exactly, 2 after folding
+MIN_LABELLED_SHARE = 0.9  # a physician who labelled less of their rows has not returned the sample drawn
 
 
 @dataclass
@@ -133,7 +136,7 @@ def load_review(folder: str | Path) -> Review:
             _merge(physician, returned[physician], review)
         else:
             review.notes.append(f"physician {physician}: no sheet returned ({tally.assigned} rows)")
-        if not any(r.labels for r in returned.get(physician, ())):
+        if tally.labelled - tally.cannot_tell == 0:  # nothing usable back: no sheet, none filled, only "cannot tell", all left out
             review.not_returned.append(physician)
     return review
 
@@ -146,17 +149,24 @@ def coverage(review: Review) -> dict[str, Any]:
         left_out.update(tally.left_out)
     return {"rows_assigned": sum(t.assigned for t in review.physicians.values()),
             "rows_labelled": sum(t.labelled for t in review.physicians.values()),
+            "rows_cannot_tell": sum(t.cannot_tell for t in review.physicians.values()),
             "left_out": dict(sorted(left_out.items())), "not_returned": [f"P{p}" for p in review.not_returned],
+            "short": {f"P{p}": round(t.labelled / t.assigned, 4) for p, t in review.physicians.items()
+                      if p not in review.not_returned and t.assigned and t.labelled < MIN_LABELLED_SHARE * t.assigned},
             "unreadable": list(review.unreadable)}
 
 
 def coverage_text(cov: Mapping[str, Any]) -> str:
     """:func:`coverage` in one line."""
     text = f"{cov['rows_labelled']} of {cov['rows_assigned']} assigned rows labelled"
+    if cov.get("rows_cannot_tell"):
+        text += f" ({cov['rows_cannot_tell']} of them 'cannot tell')"
     if cov["left_out"]:
         text += "; left out: " + ", ".join(f"{why} {n}" for why, n in cov["left_out"].items())
     if cov["not_returned"]:
-        text += f"; no labels back from {', '.join(cov['not_returned'])}"
+        text += f"; no usable labels back from {', '.join(cov['not_returned'])}"
+    if cov.get("short"):
+        text += "; " + ", ".join(f"{p} labelled {share:.0%} of their rows" for p, share in cov["short"].items())
     if cov["unreadable"]:
         text += f"; {len(cov['unreadable'])} sheet file(s) unreadable"
     return text
@@ -257,9 +267,9 @@ def _merge(physician: str, returned: list[_Returned], review: Review) -> None:
         for message, reason in r.problems:
             review.problems.append(message)
             tally.left_out[reason] += 1
-    if len(used) > 1:
-        review.problems.append(f"physician {physician}: {len(used)} filled sheets ({', '.join(u.sheet.path.name for u in used)}); "
-                               "the rows they agree on or that one of them labelled are kept")
+    if len(used) > 1:  # a note: where the sheets disagree, each such row is named in the problems
+        review.notes.append(f"physician {physician}: {len(used)} filled sheets ({', '.join(u.sheet.path.name for u in used)}); "
+                            "the rows they agree on or that one of them labelled are kept")
     labels: dict[str, tuple[str, str]] = {}  # row id -> (label, where); "" once two files disagree
     for r in used:
         for rid, (number, label) in r.labels.items():

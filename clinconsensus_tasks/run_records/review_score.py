@@ -29,6 +29,7 @@ from clinconsensus_tasks.scorers.physician_review import (
 
 RUBRIC_ONLY = ("criteria were drawn per case (--criteria-per-case): Pass@k and CACS@k need every criterion of a case labelled; "
                "rubric accuracy is estimated from the drawn criteria")
+SEVERAL_EPOCHS = "a run of several epochs: Pass@k and CACS@k are estimated from runs of one epoch"
 NO_COMPLETE_CASE = ("no reviewed case has a physicians' reference on every criterion (ties, cannot tell, rows left out): Pass@k and "
                     "CACS@k need them all")
 
@@ -69,7 +70,7 @@ def _judge_rows(review: Review, refs: Mapping[str, bool], rows: Sequence[Row], n
     with_ref = [(i, v) for i, v in rows if i in refs]
     failures = sum(1 for _, v in with_ref if v is None)
     decided = [(i, refs[i], bool(v)) for i, v in with_ref if v is not None]
-    out = {"rows": len(decided), "judge_failures": failures, "no_verdict": no_verdict,
+    out = {"rows": len(decided), "judge_failures": failures, "no_verdict": no_verdict, "without_reference": len(rows) - len(with_ref),
            "overall": _agreement(items, decided, resamples, seed)}
     for dim in SLICES:
         labels = sorted({items[i][dim] for i, _, _ in decided})
@@ -109,16 +110,21 @@ def _headline(items: Mapping[str, Mapping[str, Any]], refs: Mapping[str, bool], 
     return out
 
 
-def estimates(census: Mapping[str, Sequence[int]], strata: Mapping[str, Any], rows: Sequence[Row], review: Review,
+def estimates(census: Mapping[str, Sequence[Sequence[int]]], strata: Mapping[str, Any], rows: Sequence[Row], review: Review,
               refs: Mapping[str, bool], thresholds: Sequence[int], n_criteria: int) -> dict[str, Any]:
     """The run's headline metrics over ALL its cases as the physicians would grade them
     (``physician_review.physicians_estimate``), beside the judge's own: ``census`` is the judge's
-    [met, judged] on every case of the run, ``rows`` its verdicts on the reviewed rows. Rubric
-    accuracy from every reviewed case (the rows the physicians decided; a failed judgment is not met,
-    as in the headline); Pass@k and CACS@k from the reviewed cases whose every criterion has a
-    physicians' reference. Rows without a reference (ties, cannot tell) are left out and counted."""
+    [met, judged] on every case of the run, one per epoch (a case's term is their mean, as in the
+    headline), ``rows`` its verdicts on the reviewed rows (every epoch's). Rubric accuracy from every
+    reviewed case (the rows the physicians decided; a failed judgment is not met, as in the
+    headline); Pass@k and CACS@k from the reviewed cases whose every criterion has a physicians'
+    reference, in a run of one epoch. Rows without a reference (ties, cannot tell) are left out and
+    counted."""
     names, items = mean_names(thresholds), review.key["items"]
-    judge_terms = {case: case_terms(met, judged, thresholds, n_criteria) for case, (met, judged) in census.items()}
+    judge_terms = {case: {name: sum(t[name] for t in terms) / len(terms) for name in names}
+                   for case, terms in ((c, [case_terms(met, judged, thresholds, n_criteria) for met, judged in epochs])
+                                       for c, epochs in census.items())}
+    epochs = max((len(e) for e in census.values()), default=1)
     decided: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     without_reference = 0
     for item, verdict in rows:
@@ -127,15 +133,18 @@ def estimates(census: Mapping[str, Sequence[int]], strata: Mapping[str, Any], ro
         else:
             without_reference += 1
     strata_of = {case: tuple(strata.get(case) or ("-",)) for case in census}
-    out: dict[str, Any] = {"rows_without_reference": without_reference, "metrics": {}}
+    complete = {case: pairs for case, pairs in decided.items() if len(pairs) == n_criteria * len(census[case])}
+    whole = len(complete) == len(decided)  # every reviewed case has a reference on every criterion
+    out: dict[str, Any] = {"rows_without_reference": without_reference, "complete_cases": len(complete), "metrics": {}}
     reviewed = {case: (sum(p for p, _ in pairs) / len(pairs), sum(j for _, j in pairs) / len(pairs)) for case, pairs in decided.items()}
-    out["metrics"]["rubric_accuracy"] = physicians_estimate({c: t["rubric_accuracy"] for c, t in judge_terms.items()}, reviewed, strata_of)
-    complete = {case: pairs for case, pairs in decided.items() if len(pairs) == n_criteria}
-    out["complete_cases"] = len(complete)
-    if not complete:
-        out["why"] = RUBRIC_ONLY if review.key["settings"].get("criteria_per_case") != "all" else NO_COMPLETE_CASE
+    out["metrics"]["rubric_accuracy"] = physicians_estimate({c: t["rubric_accuracy"] for c, t in judge_terms.items()}, reviewed, strata_of,
+                                                            whole_cases=whole)
+    if not complete or epochs > 1:
+        out["why"] = (RUBRIC_ONLY if review.key["settings"].get("criteria_per_case") != "all" else
+                      SEVERAL_EPOCHS if epochs > 1 else NO_COMPLETE_CASE)
+        return out
     for name in names:
-        if name == "rubric_accuracy" or not complete:
+        if name == "rubric_accuracy":
             continue
         reviewed = {case: (case_terms(sum(p for p, _ in pairs), n_criteria, thresholds, n_criteria)[name],
                            case_terms(sum(j for _, j in pairs), n_criteria, thresholds, n_criteria)[name]) for case, pairs in complete.items()}
@@ -157,7 +166,8 @@ def score_review(review: Review, resamples: int = RESAMPLES, seed: int = 0, thre
         entry = {"id": judge_id, **{k: v for k, v in info.items() if k != "census"}, **_judge_rows(review, refs, rows, no_verdict, resamples, seed),
                  "headline": _headline(items, refs, rows, thresholds, n_criteria)}
         if info.get("census") and info["role"] == HEADLINE_ROLE:
-            entry["physicians_estimate"] = estimates(info["census"], key.get("strata") or {}, rows, review, refs, thresholds, n_criteria)
+            census = {case: [counts] for case, counts in info["census"].items()}  # a judge id is one epoch's judging
+            entry["physicians_estimate"] = estimates(census, key.get("strata") or {}, rows, review, refs, thresholds, n_criteria)
         judges.append(entry)
     overlap = set(key.get("overlap_cases") or ())
     raters = sorted(review.physicians, key=int)
@@ -211,7 +221,7 @@ def run_agreement(records: Sequence[LoggedCase], review: Review, resamples: int 
     for r in records:  # the run's own headline on every case (a case of several epochs: their mean, as the headline's)
         census.setdefault(r.graded.case_id, []).append((r.graded.met, r.graded.judged))
     out = {**_judge_rows(review, refs, rows, no_verdict, resamples, seed), "coverage": coverage(review)}
-    if rows and all(len(v) == 1 for v in census.values()):
-        out["physicians_estimate"] = estimates({c: v[0] for c, v in census.items()}, {r.graded.case_id: _stratum(r) for r in records},
-                                               rows, review, refs, thresholds, n_criteria)
+    if rows:
+        out["physicians_estimate"] = estimates(census, {r.graded.case_id: _stratum(r) for r in records}, rows, review, refs,
+                                               thresholds, n_criteria)
     return out

@@ -333,7 +333,7 @@ def test_every_bad_sheet_is_named_and_the_good_rows_are_kept(tmp_path):
     assert f"{where}, row 32, column A (编号 Row ID): row id '7cc1139946-P1-9999' is not one this export wrote" in problems
     assert f"{where}, row 33, column A (编号 Row ID): row {rid[9]} again (first at row 8): a duplicated row" in problems
     assert f"{folder}/from_another_export.xlsx: sheet '评审 Review': a sheet of another export ({key_of(other)['export_id']}" in problems
-    assert "physician 2: 3 filled sheets (physician_2 (copy).xlsx, physician_2.csv, physician_2.xlsx)" in problems
+    assert "physician 2: 3 filled sheets (physician_2 (copy).xlsx, physician_2.csv, physician_2.xlsx)" in "\n".join(result["notes"])
     assert f"{folder}/physician_2.csv, row 2, column E (判定 Label)" in problems and "two sheets of physician 2 disagree" in problems
     tally = result["physicians"]
     # Physician 1: 30 rows; 3 edited, 1 label not accepted, 1 empty, 1 deleted left out: 24 kept.
@@ -363,9 +363,9 @@ def test_texts_a_spreadsheet_would_mangle_survive_the_round_trip(tmp_path):
     fill_xlsx(folder / "physician_1.xlsx", physician_met)
     fill_csv(folder / "physician_1.csv", physician_met)
     result = score_review(load_review(folder))
-    # Both files read back to the exported texts and agree on every label: the one line says two were filled.
-    assert result["problems"] == ["physician 1: 2 filled sheets (physician_1.csv, physician_1.xlsx); the rows they agree on or "
-                                  "that one of them labelled are kept"]
+    # Both files read back to the exported texts and agree on every label: nothing left out, a note says two were filled.
+    assert result["problems"] == []
+    assert "physician 1: 2 filled sheets (physician_1.csv, physician_1.xlsx); the rows they agree on or that one of them labelled are kept" in result["notes"]
     assert result["rows"]["cut_texts"] == 10 and result["judges"][0]["rows"] == 40
     raw = (folder / "physician_1.csv").read_text(encoding="utf-8-sig")
     assert "'=SUM(A1:A2)" in raw and "'-3 mmol/L" in raw
@@ -416,13 +416,14 @@ def test_a_review_of_one_case_cannot_pass_a_kappa_even_at_full_agreement(tmp_pat
     assert math.isnan(found["overall"]["kappa"]["low"])  # one case: no interval, whatever the estimate
     (problem,) = gate(run.records, load_review(folder), 0.7)
     assert "kappa 1.000 [no interval: 1 case]" in problem and "too small a review to show kappa >= 0.7" in problem
-    assert "at least 10 cases with a physicians' reference are needed" in problem and "about 27 cases" in problem
+    assert "the gate reads an interval from at least 10 cases and 100 rows with a physicians' reference" in problem
+    assert "about 27 cases" in problem
 
 
-def twelve_cases(judge_rule) -> ReviewRun:
-    """Twelve cases of one subject, each its own answer, ``judge_rule(case, i)`` the judge's verdicts."""
+def twelve_cases(judge_rule, count: int = 12) -> ReviewRun:
+    """``count`` cases of one subject, each its own answer, ``judge_rule(case, i)`` the judge's verdicts."""
     records = []
-    for n in range(12):
+    for n in range(count):
         case = f"d{n:02d}"
         graded = GradedCase.of_judge(case, "judge-x", "per_criterion", [CriterionJudgment(f"k{i}", judge_rule(case, i), "理由", 1)
                                                                        for i in range(N)], slices={"subject": ("内科",), "difficulty": ("low",)})
@@ -456,7 +457,8 @@ def test_a_physician_who_returned_nothing_and_an_unreadable_sheet_hold_the_gate(
     review = load_review(folder)
     assert review.not_returned == ["2"] and review.unreadable == [str(folder / "physician_9.xlsx")]
     problems = gate(run.records, review, 0.1)
-    assert any("no labels back from P2: the review's sample is not whole" in p for p in problems), problems
+    assert any("no usable labels back from P2 (no sheet, none filled, only 'cannot tell', or every row left out): the review's "
+               "sample is not whole" in p for p in problems), problems
     assert any("1 sheet file(s) of the review could not be read as sheets" in p for p in problems), problems
     cov = score_review(review)["coverage"]
     assert cov["rows_assigned"] == 120 and cov["rows_labelled"] == 60 and cov["not_returned"] == ["P2"]
@@ -667,20 +669,67 @@ def test_criteria_drawn_per_case_give_rubric_accuracy_only_and_say_why(tmp_path)
 
 
 def test_the_gate_holds_the_judges_bias_to_its_interval(tmp_path):
-    run = twelve_cases(lambda c, i: i < 5)
-    folder = export(tmp_path, [run], cases=4)
+    # 24 cases, 12 reviewed (the gate reads an interval from at least 10).
+    run = twelve_cases(lambda c, i: i < 5, count=24)
+    folder = export(tmp_path, [run], cases=12)
     fill_xlsx(folder / "physician_1.xlsx", physicians_of_twelve)
     review = load_review(folder)
     facts = RunFacts("run.eval", "inspect", CLINCONSENSUS, physicians=run_agreement(run.records, review, n_criteria=N))
-    bias = facts.physicians["physicians_estimate"]["metrics"]["rubric_accuracy"]["bias"]
+    est = facts.physicians["physicians_estimate"]["metrics"]["rubric_accuracy"]
+    bias = est["bias"]
+    assert est["reviewed_cases"] == 12 and est["cases"] == 24 and bias["low"] < bias["estimate"] < bias["high"]
     wide = math.ceil(100 * max(abs(bias["low"]), abs(bias["high"]))) + 1
     assert [p for p in run_problems(facts, ReleaseBar(max_judge_bias=wide)) if "bias" in p] == []
     (problem,) = [p for p in run_problems(facts, ReleaseBar(max_judge_bias=0.5)) if "bias" in p]
-    assert f"the bias interval [{100 * bias['low']:+.1f}, {100 * bias['high']:+.1f}] is not within +-0.5 points" in problem
-    assert "physicians' estimate" in problem and "from 4 of 12 cases reviewed" in problem
-    # One reviewed case: no interval, refused.
-    one = export(tmp_path, [run], cases=1, folder="one")
-    fill_xlsx(one / "physician_1.xlsx", physicians_of_twelve)
-    facts = RunFacts("run.eval", "inspect", CLINCONSENSUS, physicians=run_agreement(run.records, load_review(one), n_criteria=N))
-    (problem,) = [p for p in run_problems(facts, ReleaseBar(max_judge_bias=50)) if "bias" in p]
-    assert "the judge's bias has no interval" in problem and "1 reviewed case(s)" in problem
+    assert f"the bias interval [{round(100 * bias['low'], 1):+.1f}, {round(100 * bias['high'], 1):+.1f}] is not within +-0.5 points" in problem
+    assert "physicians' estimate" in problem and "from 12 of 24 cases reviewed" in problem
+    # Four reviewed cases: an interval, but fewer cases than the gate reads; one: none at all.
+    for cases in (4, 1):
+        small = export(tmp_path, [run], cases=cases, folder=f"small-{cases}")
+        fill_xlsx(small / "physician_1.xlsx", physicians_of_twelve)
+        facts = RunFacts("run.eval", "inspect", CLINCONSENSUS, physicians=run_agreement(run.records, load_review(small), n_criteria=N))
+        (problem,) = [p for p in run_problems(facts, ReleaseBar(max_judge_bias=50)) if "bias" in p]
+        assert "too small a review to show the judge's bias within +-50 points" in problem, problem
+
+
+def test_an_estimate_from_drawn_criteria_or_without_spread_is_not_exact(tmp_path):
+    # Every case reviewed, two criteria of each: the cases' differences are themselves samples, so
+    # the finite-population factor is dropped (the estimate is not exact for having every case).
+    run = twelve_cases(lambda c, i: i < 5)
+    folder = export(tmp_path, [run], cases=12, criteria_per_case=2)
+    fill_xlsx(folder / "physician_1.xlsx", physicians_of_twelve)
+    est = score_review(load_review(folder), n_criteria=N)["judges"][0]["physicians_estimate"]["metrics"]["rubric_accuracy"]
+    key = key_of(folder)
+    rows: dict[str, list[int]] = {}
+    for item in key["items"].values():
+        rows.setdefault(item["case_id"], []).append(int(item["criterion_id"][1:]))
+    d = [sum(physicians_of_twelve(c, i) - (i < 5) for i in ids) / len(ids) for c, ids in rows.items()]
+    mean = sum(d) / 12
+    assert est["physicians"]["stderr"] == pytest.approx(math.sqrt(sum((x - mean) ** 2 for x in d) / 11 / 12))
+    # The physicians label exactly what the judge said: no spread in any case, no interval (a sample, not a census).
+    same = export(tmp_path, [run], cases=4, folder="same")
+    fill_xlsx(same / "physician_1.xlsx", lambda c, i: i < 5)
+    est = score_review(load_review(same), n_criteria=N)["judges"][0]["physicians_estimate"]["metrics"]["rubric_accuracy"]
+    assert est["physicians"]["estimate"] == 0.5 and math.isnan(est["physicians"]["low"]) and "show no spread" in est["why"]
+
+
+def test_every_case_has_the_same_chance_of_being_reviewed():
+    # 30 cases from 36 uneven subjects: proportional quotas are mostly below one. Largest remainders
+    # would give the same subjects the spare draws every time (some cases never reviewed, the
+    # estimate biased where subjects differ); the export draws them at random by their fractions.
+    import collections
+    import random
+
+    rng = random.Random(5)
+    strata: dict[str, str] = {}
+    for s in range(36):
+        for _ in range(rng.randint(5, 45)):
+            strata[f"c{len(strata)}"] = f"s{s}"
+    n, draws = 30, 2000
+    p = n / len(strata)
+    counts = collections.Counter(case for seed in range(draws) for case in sample_cases(strata, n, seed))
+    assert all(counts[c] > 0 for c in strata)
+    z2 = [((counts[c] / draws - p) / math.sqrt(p * (1 - p) / draws)) ** 2 for c in strata]
+    assert sum(z2) / len(z2) < 1.3  # about 1 when every case is drawn with probability n / N
+    fixed = allocate({s: sum(1 for v in strata.values() if v == s) for s in set(strata.values())}, n)
+    assert sum(1 for k in fixed.values() if k == 0) > 0  # the deterministic rule leaves subjects out of every draw
