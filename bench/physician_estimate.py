@@ -14,46 +14,75 @@ What is simulated (every assumption is printed with the results):
 
 * A run of ``--cases`` (900) cases, ``--criteria`` (30) binary criteria each, in ``--subjects`` (36)
   subject strata of uneven sizes: one draw, with a fixed seed independent of ``--seed``, of
-  1 + Multinomial(cases - subjects, Dirichlet(``--subject-alpha`` = 2, ...)) (sizes about 5 to 64).
-  The strata are the ones ``physicians_estimate`` is given; the met probability does not depend on
-  the subject, so stratifying gains nothing here and only its bookkeeping is exercised.
-* Physicians: each case's met probability p_c ~ Beta(2.16, 2.64) (mean ``--met-share`` 0.45,
-  concentration ``--concentration`` 4.8, as ``bench/review_sample_size.py``), each criterion met
-  with probability p_c independently. A case's value is its share of criteria met; the run's
-  rubric accuracy is the mean over cases. The TRUTH of a replicate is the physicians' census: the
-  mean over all the run's cases of their per-case share (the finite run's value, not 0.45).
-* Judge: flips a physicians' met label to not met with probability f_met and a not met label to met
-  with probability f_not. Two conditions fix them: a disagreement share
+  1 + Multinomial(cases - subjects, Dirichlet(``--subject-alpha`` = 2, ...)) (sizes 5 to 64).
+  The strata are the ones ``physicians_estimate`` is given.
+* Subjects differ (one draw, fixed seed ``SUBJECT_SEED``, independent of ``--seed``): subject h has
+  its own mean met share m_h = ``--met-share`` (0.45) + ``--subject-sd`` (0.07) x z_h, the z_h
+  the 36 normal scores (quantiles at (i - 1/2) / 36) in a random order, centred and scaled over the
+  cases (case-weighted mean 0, sd 1), so m_h spans about 0.30-0.60 and the run's mean is 0.45
+  exactly. The judge's two flip rates (below) are multiplied in subject h by g_h = 1 +
+  ``--judge-subject-sd`` (0.15) x u_h, u_h other normal scores in another random order, made
+  case-weighted orthogonal to 1 and to m_h and scaled to sd 1 (g_h about 0.7-1.3): the run's
+  expected disagreement, bias and kappa stay exactly the targets below. A subject's expected judge
+  bias is g_h ((1 - m_h) f_not - m_h f_met), so it varies by subject by several points (a judge
+  that errs both ways over-reads subjects where physicians find little met and under-reads the
+  others) and the physicians-minus-judge difference the estimator samples depends on the subject:
+  which subjects the review reaches now matters. ``--subject-sd 0 --judge-subject-sd 0`` gives the
+  old homogeneous run.
+* Physicians: each case's met probability p_c ~ Beta(m_h k, (1 - m_h) k), k = ``--concentration``
+  4.8 (as ``bench/review_sample_size.py``, there with one mean 0.45), each criterion met with
+  probability p_c independently. A case's value is its share of criteria met; the run's rubric
+  accuracy is the mean over cases. The TRUTH of a replicate is the physicians' census: the mean
+  over all the run's cases of their per-case share (the finite run's value, not 0.45).
+* Judge: flips a physicians' met label to not met with probability g_h f_met and a not met label
+  to met with probability g_h f_not. Two conditions fix f_met and f_not: a disagreement share
   D = m f_met + (1 - m) f_not of the rows, and the bias b = (1 - m) f_not - m f_met (judge's met
-  share minus the physicians', in expectation; ``--bias`` 0, +5, -10 points), with m the met share.
-  D is solved so that the pooled judge-physician Cohen's kappa is ``--kappa`` (0.7) at b = 0:
-  with both met shares m, chance agreement p_e = m^2 + (1 - m)^2 and D = (1 - kappa)(1 - p_e) =
-  0.1485 (agreement 0.8515). D is kept for every b, so f_met = (D - b) / 2m and
-  f_not = (D + b) / 2(1 - m): b = 0 gives 0.165 / 0.135, +5 gives 0.109 / 0.180, -10 gives
-  0.276 / 0.044, pooled kappa 0.700, 0.703, 0.694 (|b| <= D is needed).
+  share minus the physicians', in expectation over the run; ``--bias`` 0, +5, -10 points), with m
+  the met share (the g_h leave both run-level sums unchanged). D is solved so that the pooled
+  judge-physician Cohen's kappa is ``--kappa`` (0.7) at b = 0: with both met shares m, chance
+  agreement p_e = m^2 + (1 - m)^2 and D = (1 - kappa)(1 - p_e) = 0.1485 (agreement 0.8515). D is
+  kept for every b, so f_met = (D - b) / 2m and f_not = (D + b) / 2(1 - m): b = 0 gives
+  0.165 / 0.135, +5 gives 0.109 / 0.180, -10 gives 0.276 / 0.044, pooled kappa 0.700, 0.703,
+  0.694 (|b| <= D is needed).
 * ``--judge-spread`` chooses how the judge's errors fall over cases, as ``bench/review_sample_size.py``.
-  0: every row flips independently at the rates above (errors spread evenly over cases). s > 0:
-  each case's two flip rates are drawn independently from Beta(f s, (1 - f) s), means f_met and
-  f_not, so the judge misreads some cases badly and most hardly at all (errors clustered in cases;
+  0: every row flips independently at its subject's rates (errors spread evenly over cases). s > 0:
+  each case's two flip rates are drawn independently from Beta(f s, (1 - f) s), f its subject's
+  rate, so the judge misreads some cases badly and most hardly at all (errors clustered in cases;
   4 by default). Both keep D, b and kappa in expectation; clustering makes the per-case
   differences far more variable and skewed, which is what the interval must survive.
 * Review: ``n`` cases (``--sizes`` 30, 50, 100, 200) drawn with ``sample_cases(strata, n, seed)``,
-  the project's stratified, proportional export draw, all criteria of each. ``physicians_estimate``
-  uses the strata when every stratum has at least two reviewed cases, else the run as one stratum;
-  with these uneven sizes that first happens at n = 261 (printed; not at every larger n, the
-  allocation rounds: 270 is one stratum, 400 stratified), so the fixed sizes use one stratum and
-  the ``design`` column says so (``--sizes 400`` exercises the stratified design).
+  the project's export draw, all criteria of each: each subject gets the whole part of its quota
+  n N_h / N, and the spare draws go to subjects AT RANDOM with probabilities the quotas' fractional
+  parts (``allocate(sizes, n, rng)``, Madow's systematic selection), so every case has the same
+  chance n / N and a subject whose quota is below 1 is still reviewed sometimes.
+  ``--fixed-allocation`` draws with the OLD rule instead (``allocate(sizes, n)``: the spare draws to
+  the largest fractional parts, ties by subject name): the same subjects every time, and at small n
+  some small subjects never, so the one-stratum mean over-weights some subjects and leaves others
+  out (a bias when the subjects differ).
+* Design: ``physicians_estimate`` uses the strata when every stratum has at least two reviewed
+  cases, else the run as one stratum. Under the random allocation that depends on the draw; the
+  header prints its exact probability for each size (the allocation depends on one uniform start,
+  so the probability is a sum of intervals) and the n from which it is possible and certain, and
+  the table the share of replicates that used it (from the estimator's ``design``). Under the old
+  rule it first happens at n = 261 with these sizes (and not at every larger n: 270 is one stratum).
 
 For each setting (bias x judge spread x n), over ``--reps`` replicates: the coverage of the
 physicians' 95% interval (share of replicates whose interval holds the truth) and of the bias
 interval (holding the true bias, judge census mean minus physicians' census mean; the judge's census
-is known exactly, so this is the same event, printed as a check), the mean error of the estimate
-(estimate - truth, points), the mean interval width (high - low, points), the width WITHOUT the
-judge's census (the physicians' mean over the reviewed cases alone, SE = sqrt((1 - n/N) s^2 / n)
-with s^2 the sample variance of their per-case shares, 95% normal interval) and the ratio of the
-two (the gain from the census). Replicates share the physicians' labels across settings and the
-review draws across biases and spreads (common random numbers), so settings compare cleanly.
-The Monte Carlo standard error of a coverage near 0.95 is about 0.007 at 1,000 reps.
+is known exactly, so this is the same event, printed as a check), the share of replicates whose
+estimate used the subject strata, the mean error of the estimate (estimate - truth, points), the
+mean interval width (high - low, points), the width WITHOUT the judge's census (the physicians'
+mean over the reviewed cases alone, SE = sqrt((1 - n/N) s^2 / n) with s^2 the sample variance of
+their per-case shares, 95% normal interval) and the ratio of the two (the gain from the census).
+Replicates share the physicians' labels across settings and the review draws' seeds across biases,
+spreads and allocation rules (common random numbers), so settings compare cleanly. The Monte Carlo
+standard error of a coverage near 0.95 is about 0.007 at 1,000 reps.
+
+Then, for ``--contrast-bias`` (0) x each judge spread at ``--contrast-sizes`` (30, 50, 100), the
+random allocation against the old fixed one: coverage, mean error (with its Monte Carlo standard
+error, and for the fixed rule the design bias expected from the subjects' expected differences,
+sum over h of (n_h / n - N_h / N) times the subject's expected physicians-minus-judge difference),
+RMSE, the subjects a review leaves out (mean per replicate) and the subjects no review can reach.
 
 Then, for each bias x judge spread, the fewest reviewed cases whose mean 95% half-width on the
 bias is <= ``--target`` (0.02, +-2 points): the fixed sizes bracket it (widened if need be), then
@@ -63,9 +92,10 @@ well under 1%, so the figure is good to about 5%).
 Usage:
     .venv/bin/python bench/physician_estimate.py
     .venv/bin/python bench/physician_estimate.py --bias 0 5 -10 --judge-spread 0 4 --sizes 30 50 100 200 \\
-        --reps 1000 --seed 1 --kappa 0.7 --target 0.02
+        --reps 1000 --seed 1 --kappa 0.7 --target 0.02 --contrast-bias 0 --contrast-sizes 30 50 100
+    .venv/bin/python bench/physician_estimate.py --fixed-allocation   # the whole bench with the old draw
 Settings run in ``--jobs`` (2) processes; each has its own seeded streams, so the output does not
-depend on the number of jobs. The defaults take about half a minute on two cores. The last line
+depend on the number of jobs. The defaults take under a minute on two cores. The last line
 printed is one JSON object.
 """
 
@@ -76,14 +106,17 @@ import json
 import math
 import time
 from concurrent.futures import ProcessPoolExecutor
+from statistics import NormalDist
 
 import numpy as np
 
-from clinconsensus_tasks.scorers.agreement import Z_95, allocate
+from clinconsensus_tasks.scorers.agreement import Z_95, allocate, stratified_draw
 from clinconsensus_tasks.scorers.physician_review import physicians_estimate, sample_cases
 
 STRATA_SEED = 2024  # the run's subject sizes: one fixed draw, whatever --seed is
+SUBJECT_SEED = 2025  # the subjects' met shares and judge factors: one fixed draw, whatever --seed is
 PHYSICIANS, JUDGE = 0, 1  # stream keys
+STRATUM_NAMES = "subject"
 
 
 def subject_strata(cases: int, subjects: int, alpha: float) -> dict[str, str]:
@@ -94,12 +127,61 @@ def subject_strata(cases: int, subjects: int, alpha: float) -> dict[str, str]:
     return {f"case-{i:04d}": f"subject-{s:02d}" for i, s in enumerate(labels)}
 
 
-def first_stratified(strata: dict[str, str]) -> int:
-    """The fewest reviewed cases for which the export draw gives every stratum two cases (or all)."""
-    sizes: dict[str, int] = {}
-    for s in strata.values():
-        sizes[s] = sizes.get(s, 0) + 1
-    return next(n for n in range(2, len(strata) + 1)
+def subject_effects(sizes: np.ndarray, args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
+    """(m_h, g_h) per subject: its physicians' mean met share and the factor on the judge's flip rates.
+
+    Normal scores in a seeded random order, case-weighted: m_h has weighted mean ``--met-share`` and
+    sd ``--subject-sd``; g_h has weighted mean 1, sd ``--judge-subject-sd`` and no weighted
+    covariance with m_h, so the run-level disagreement and bias are exactly the targets."""
+    rng = np.random.default_rng(SUBJECT_SEED)
+    h = len(sizes)
+    w = sizes / sizes.sum()
+    scores = np.array([NormalDist().inv_cdf((i + 0.5) / h) for i in range(h)])
+
+    def scaled(x: np.ndarray) -> np.ndarray:
+        sd = math.sqrt(float(w @ x**2))
+        return x / sd if sd > 0 else x
+
+    z = rng.permutation(scores)
+    z = scaled(z - w @ z)
+    met = args.met_share + args.subject_sd * z
+    u = rng.permutation(scores)
+    basis = np.column_stack([np.ones(h), met])  # weighted least squares residual of u on (1, m_h)
+    coef = np.linalg.solve(basis.T @ (w[:, None] * basis), basis.T @ (w * u))
+    u = scaled(u - basis @ coef)
+    factor = 1 + args.judge_subject_sd * u
+    if not (np.all((met > 0) & (met < 1)) and np.all(factor > 0)):
+        raise ValueError("--subject-sd / --judge-subject-sd too large: a subject's met share or judge factor leaves (0, 1) / (0, inf)")
+    return met, factor
+
+
+def stratified_probability(sizes: dict[str, int], n: int) -> float:
+    """Exact probability that the random allocation gives every stratum two cases (or all of it).
+
+    ``allocate(sizes, n, rng)`` reads one uniform start; its allocation changes only where the start
+    crosses a cumulative fractional part, so the probability is a sum of interval lengths."""
+    total = sum(sizes.values())
+    quotas = [min(n, total) * sizes[s] / total for s in sorted(sizes, key=repr)]
+    cuts = sorted({0.0, 1.0, *(float(c) % 1.0 for c in np.cumsum([q - math.floor(q) for q in quotas]))})
+
+    class Start:
+        def __init__(self, u: float):
+            self.u = u
+
+        def random(self) -> float:
+            return self.u
+
+    share = 0.0
+    for lo, hi in zip(cuts, cuts[1:]):
+        if hi > lo:
+            got = allocate(sizes, n, Start((lo + hi) / 2))  # type: ignore[arg-type]
+            share += (hi - lo) * all(k >= min(2, sizes[s]) for s, k in got.items())
+    return share
+
+
+def first_stratified_fixed(sizes: dict[str, int]) -> int:
+    """The fewest reviewed cases for which the OLD fixed allocation gives every stratum two cases (or all)."""
+    return next(n for n in range(2, sum(sizes.values()) + 1)
                 if all(k >= min(2, sizes[s]) for s, k in allocate(sizes, n).items()))
 
 
@@ -123,15 +205,34 @@ def pooled_kappa(disagreement: float, bias: float, met: float) -> float:
     return (1 - disagreement - chance) / (1 - chance)
 
 
-def physicians_labels(args: argparse.Namespace) -> np.ndarray:
+class Run:
+    """The fixed run: strata, subject of each case, subject sizes, subject met shares and judge factors."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.strata = subject_strata(args.cases, args.subjects, args.subject_alpha)
+        self.ids = list(self.strata)
+        self.subject = np.array([int(self.strata[c].split("-")[1]) for c in self.ids])
+        self.sizes = np.bincount(self.subject, minlength=args.subjects)
+        self.size_of = {f"subject-{h:02d}": int(k) for h, k in enumerate(self.sizes)}
+        self.met, self.factor = subject_effects(self.sizes, args)
+
+    def draw(self, n: int, seed: int, fixed: bool) -> list[str]:
+        """The review's case ids: the export draw (random allocation) or the old fixed rule."""
+        if fixed:
+            return stratified_draw(self.strata, lambda sizes: allocate(sizes, n), seed)
+        return sample_cases(self.strata, n, seed)
+
+
+def physicians_labels(args: argparse.Namespace, run: Run) -> np.ndarray:
     """Physicians' met counts, shape (reps, cases); the same for every setting (its own stream)."""
     rng = np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(PHYSICIANS,)))
-    a, b = args.met_share * args.concentration, (1 - args.met_share) * args.concentration
-    return rng.binomial(args.criteria, rng.beta(a, b, size=(args.reps, args.cases)))
+    mean = run.met[run.subject]
+    return rng.binomial(args.criteria, rng.beta(mean * args.concentration, (1 - mean) * args.concentration,
+                                                size=(args.reps, args.cases)))
 
 
 def sample_seed(seed: int, rep: int) -> int:
-    """The export draw's seed for a replicate (shared by every setting: common random numbers)."""
+    """The export draw's seed for a replicate (shared by every setting and rule: common random numbers)."""
     return seed * 1_000_003 + rep
 
 
@@ -143,20 +244,27 @@ class Setting:
         self.disagreement = disagreement_for(args.kappa, args.met_share)
         self.f_met, self.f_not = flip_rates(self.disagreement, bias, args.met_share)
         self.kappa = pooled_kappa(self.disagreement, bias, args.met_share)
-        self.strata = subject_strata(args.cases, args.subjects, args.subject_alpha)
-        self.cache: dict[int, dict] = {}
+        self.run = Run(args)
+        run = self.run
+        if np.any(run.factor * max(self.f_met, self.f_not) > 1):
+            raise ValueError("a subject's flip rate exceeds 1: lower --judge-subject-sd")
+        # each subject's expected judge bias (judge minus physicians) and physicians-minus-judge difference
+        self.subject_bias = run.factor * ((1 - run.met) * self.f_not - run.met * self.f_met)
+        self.cache: dict[tuple[int, bool], dict] = {}
 
     def simulate(self) -> None:
-        args, m = self.args, self.args.criteria
-        met = physicians_labels(args)
+        args, m, run = self.args, self.args.criteria, self.run
+        met = physicians_labels(args, run)
         rng = np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(JUDGE, self.index)))
         shape = met.shape
+        case_met = np.broadcast_to(self.f_met * run.factor[run.subject], shape)
+        case_not = np.broadcast_to(self.f_not * run.factor[run.subject], shape)
         if self.spread > 0:
             s = self.spread
-            f_met = rng.beta(self.f_met * s, (1 - self.f_met) * s, size=shape) if self.f_met > 0 else np.zeros(shape)
-            f_not = rng.beta(self.f_not * s, (1 - self.f_not) * s, size=shape) if self.f_not > 0 else np.zeros(shape)
+            f_met = rng.beta(case_met * s, (1 - case_met) * s) if self.f_met > 0 else np.zeros(shape)
+            f_not = rng.beta(case_not * s, (1 - case_not) * s) if self.f_not > 0 else np.zeros(shape)
         else:
-            f_met, f_not = np.full(shape, self.f_met), np.full(shape, self.f_not)
+            f_met, f_not = case_met, case_not
         missed = rng.binomial(met, f_met)  # physicians met, judge not met
         added = rng.binomial(m - met, f_not)  # physicians not met, judge met
         self.physicians = met / m
@@ -169,63 +277,85 @@ class Setting:
         self.realised_kappa = float(np.mean((agree - chance) / (1 - chance)))
         self.realised_disagreement = float(np.mean(1 - agree))
 
-    def evaluate(self, n: int) -> dict:
-        """Coverage, error and widths of the physicians' estimate (and of the physicians alone) at ``n`` reviewed cases."""
-        if n in self.cache:
-            return self.cache[n]
-        args, strata = self.args, self.strata
-        ids = list(strata)
+    def expected_design_error(self, n: int) -> float:
+        """Expected error of the OLD fixed rule's estimate from its allocation (0 when it is stratified):
+        sum over subjects of (n_h / n - N_h / N) x the subject's expected physicians-minus-judge difference."""
+        run = self.run
+        got = allocate(run.size_of, n)
+        if all(k >= min(2, run.size_of[s]) for s, k in got.items()):
+            return 0.0
+        taken = np.array([got[f"subject-{h:02d}"] for h in range(len(run.sizes))])
+        return float((taken / taken.sum() - run.sizes / run.sizes.sum()) @ -self.subject_bias)
+
+    def evaluate(self, n: int, fixed: bool | None = None) -> dict:
+        """Coverage, error and widths of the physicians' estimate (and of the physicians alone) at ``n``
+        reviewed cases, drawn with the random allocation or (``fixed``) the old rule; default ``--fixed-allocation``."""
+        fixed = self.args.fixed_allocation if fixed is None else fixed
+        if (n, fixed) in self.cache:
+            return self.cache[n, fixed]
+        args, run = self.args, self.run
+        ids = run.ids
         position = {c: i for i, c in enumerate(ids)}
-        cover = cover_bias = cover_alone = low_miss = high_miss = 0
+        cover = cover_bias = cover_alone = low_miss = high_miss = stratified = left_out = 0
         errors, widths, halves, alone_widths = [], [], [], []
-        designs: set[str] = set()
         for r in range(args.reps):
             phys, judge = self.physicians[r], self.judge[r]
-            chosen = sample_cases(strata, n, sample_seed(args.seed, r))
+            chosen = run.draw(n, sample_seed(args.seed, r), fixed)
             rows = [position[c] for c in chosen]
             census = dict(zip(ids, judge.tolist()))
             reviewed = {c: (float(phys[i]), float(judge[i])) for c, i in zip(chosen, rows)}
-            out = physicians_estimate(census, reviewed, strata, stratum_names="subject")
+            out = physicians_estimate(census, reviewed, run.strata, stratum_names=STRATUM_NAMES)
             est, bias = out["physicians"], out["bias"]
             truth, true_bias = self.truth[r], self.true_bias[r]
             cover += est["low"] <= truth <= est["high"]
             low_miss += truth < est["low"]
             high_miss += truth > est["high"]
             cover_bias += bias["low"] <= true_bias <= bias["high"]
+            stratified += out["design"] == STRATUM_NAMES
+            left_out += len(run.sizes) - len(set(run.subject[rows].tolist()))
             errors.append(est["estimate"] - truth)
             widths.append(est["high"] - est["low"])
             halves.append((bias["high"] - bias["low"]) / 2)
-            designs.add(out["design"])
             sample = phys[rows]
             se = math.sqrt((1 - n / args.cases) * sample.var(ddof=1) / n)
             alone_widths.append(2 * Z_95 * se)
             cover_alone += abs(sample.mean() - truth) <= Z_95 * se
         reps = args.reps
         width, alone = float(np.mean(widths)), float(np.mean(alone_widths))
-        halves_arr = np.asarray(halves)
+        halves_arr, errors_arr = np.asarray(halves), np.asarray(errors)
         result = {"bias_points": round(100 * self.bias, 3), "judge_spread": self.spread, "n": n,
-                  "design": " / ".join(sorted(designs)), "coverage": cover / reps, "coverage_bias": cover_bias / reps,
+                  "allocation": "fixed" if fixed else "random", "stratified_share": stratified / reps,
+                  "coverage": cover / reps, "coverage_bias": cover_bias / reps,
                   "truth_below_interval": low_miss / reps, "truth_above_interval": high_miss / reps,
-                  "mean_error_points": 100 * float(np.mean(errors)),
-                  "rmse_points": 100 * float(np.sqrt(np.mean(np.square(errors)))),
+                  "mean_error_points": 100 * float(errors_arr.mean()),
+                  "mean_error_mc_se_points": 100 * float(errors_arr.std(ddof=1) / math.sqrt(reps)),
+                  "rmse_points": 100 * float(np.sqrt(np.mean(np.square(errors_arr)))),
+                  "subjects_left_out_mean": left_out / reps,
                   "width_points": 100 * width, "half_width": float(halves_arr.mean()),
                   "half_width_mc_se": float(halves_arr.std(ddof=1) / math.sqrt(reps)),
                   "width_without_census_points": 100 * alone, "gain": alone / width, "coverage_without_census": cover_alone / reps}
-        self.cache[n] = result
+        if fixed:
+            result["expected_design_error_points"] = 100 * self.expected_design_error(n)
+        self.cache[n, fixed] = result
         return result
 
     def needed(self, target: float) -> dict:
-        """Fewest reviewed cases whose mean bias half-width is <= target, to within 2% (bisection)."""
-        cap = self.args.cases
-        while min(r["half_width"] for r in self.cache.values()) > target and max(self.cache) < cap:
-            top = max(self.cache)
-            self.evaluate(min(cap, max(top + 1, math.ceil(top * 1.1 * (self.cache[top]["half_width"] / target) ** 2))))
-        while max(r["half_width"] for r in self.cache.values()) <= target and min(self.cache) > 2:
-            self.evaluate(max(2, min(self.cache) // 2))
-        lo = max((c for c, r in self.cache.items() if r["half_width"] > target), default=1)
-        above = [c for c in self.cache if c > lo]
+        """Fewest reviewed cases whose mean bias half-width is <= target, to within 2% (bisection), main rule."""
+        cap, rule = self.args.cases, self.args.fixed_allocation
+
+        def done() -> dict[int, dict]:
+            return {n: r for (n, f), r in self.cache.items() if f == rule}
+
+        while min(r["half_width"] for r in done().values()) > target and max(done()) < cap:
+            top = max(done())
+            self.evaluate(min(cap, max(top + 1, math.ceil(top * 1.1 * (done()[top]["half_width"] / target) ** 2))))
+        while max(r["half_width"] for r in done().values()) <= target and min(done()) > 2:
+            self.evaluate(max(2, min(done()) // 2))
+        cache = done()
+        lo = max((c for c, r in cache.items() if r["half_width"] > target), default=1)
+        above = [c for c in cache if c > lo]
         if not above:
-            return {"n": None, "half_width": self.cache[lo]["half_width"], "why": f"above {target} even with all {cap} cases"}
+            return {"n": None, "half_width": cache[lo]["half_width"], "why": f"above {target} even with all {cap} cases"}
         hi = min(above)
         while hi - lo > max(1, math.ceil(0.02 * hi)):
             mid = (lo + hi) // 2
@@ -233,22 +363,33 @@ class Setting:
                 lo = mid
             else:
                 hi = mid
-        found = self.cache[hi]
+        found = self.evaluate(hi)
         return {"n": hi, "bracket": [lo, hi], "half_width": round(found["half_width"], 5),
-                "coverage": found["coverage"], "design": found["design"]}
+                "coverage": found["coverage"], "stratified_share": found["stratified_share"]}
+
+
+def rounded(row: dict) -> dict:
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}
 
 
 def run_setting(st: Setting, args: argparse.Namespace) -> dict:
-    """The fixed sizes and the size for the target, for one bias x judge spread."""
+    """The fixed sizes, the size for the target and (for the contrast biases) random vs fixed allocation."""
     st.simulate()
     rows = [st.evaluate(n) for n in args.sizes]
     needed = st.needed(args.target)
+    contrast = []
+    if any(math.isclose(100 * st.bias, b) for b in args.contrast_bias):
+        contrast = [rounded(st.evaluate(n, fixed)) for n in args.contrast_sizes for fixed in (False, True)]
     return {"bias_points": round(100 * st.bias, 3), "judge_spread": st.spread, "f_met": round(st.f_met, 4),
             "f_not": round(st.f_not, 4), "pooled_kappa": round(st.kappa, 4), "realised_kappa": round(st.realised_kappa, 4),
             "realised_disagreement": round(st.realised_disagreement, 4),
             "mean_true_bias_points": round(100 * float(st.true_bias.mean()), 3),
-            "rows": [{k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()} for r in rows],
-            "needed_for_target": needed}
+            "subject_bias_points": [round(100 * float(st.subject_bias.min()), 2), round(100 * float(st.subject_bias.max()), 2)],
+            "rows": [rounded(r) for r in rows], "needed_for_target": needed, "contrast": contrast}
+
+
+def layout_of(spread: float) -> str:
+    return "spread" if spread == 0 else f"clustered ({spread:g})"
 
 
 def main() -> None:
@@ -261,55 +402,99 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--kappa", type=float, default=0.7, help="pooled judge-physicians kappa at bias 0 (sets the disagreement)")
     parser.add_argument("--met-share", type=float, default=0.45, help="mean share of criteria physicians label met")
+    parser.add_argument("--subject-sd", type=float, default=0.07, help="case-weighted sd of the subjects' mean met shares")
+    parser.add_argument("--judge-subject-sd", type=float, default=0.15,
+                        help="case-weighted sd of the subjects' factors on the judge's flip rates (mean 1)")
     parser.add_argument("--concentration", type=float, default=4.8, help="a + b of the per-case Beta of the met probability")
     parser.add_argument("--cases", type=int, default=900)
     parser.add_argument("--criteria", type=int, default=30)
     parser.add_argument("--subjects", type=int, default=36)
     parser.add_argument("--subject-alpha", type=float, default=2.0, help="Dirichlet concentration of the subject sizes")
     parser.add_argument("--target", type=float, default=0.02, help="95%% half-width wanted on the bias")
+    parser.add_argument("--fixed-allocation", action="store_true",
+                        help="draw the review with the OLD fixed allocation (largest remainders) instead of the export's random one")
+    parser.add_argument("--contrast-bias", type=float, nargs="*", default=[0.0],
+                        help="biases (points) at which random and fixed allocation are compared")
+    parser.add_argument("--contrast-sizes", type=int, nargs="*", default=[30, 50, 100], help="reviewed cases for the comparison")
     parser.add_argument("--jobs", type=int, default=2, help="settings run in parallel processes")
     args = parser.parse_args()
     started = time.perf_counter()
 
-    strata = subject_strata(args.cases, args.subjects, args.subject_alpha)
-    sizes = np.bincount([int(s.split("-")[1]) for s in strata.values()])
+    run = Run(args)
+    sizes = run.sizes
     d = disagreement_for(args.kappa, args.met_share)
-    a, b = args.met_share * args.concentration, (1 - args.met_share) * args.concentration
+    k = args.concentration
+    probability = {n: stratified_probability(run.size_of, n) for n in range(2, args.cases + 1)}
+    possible = min((n for n, p in probability.items() if p > 0), default=None)
+    certain = None  # the n from which every larger n is stratified in every draw
+    for n in sorted(probability, reverse=True):
+        if probability[n] < 1 - 1e-9:
+            break
+        certain = n
+    fixed_first = first_stratified_fixed(run.size_of)
+    rule = "OLD fixed allocation (--fixed-allocation)" if args.fixed_allocation else "random allocation (the export's)"
     print(f"Run: {args.cases} cases x {args.criteria} criteria; {args.subjects} subjects, sizes {sizes.min()}-{sizes.max()} "
-          f"(median {int(np.median(sizes))}; Dirichlet {args.subject_alpha:g}, fixed seed {STRATA_SEED}); stratified design "
-          f"first at n = {first_stratified(strata)} reviewed cases (below it one stratum; above, as the allocation rounds)")
-    print(f"Physicians: case met probability Beta({a:.2f}, {b:.2f}) (mean {args.met_share}), criteria independent given it; "
+          f"(median {int(np.median(sizes))}; Dirichlet {args.subject_alpha:g}, fixed seed {STRATA_SEED})")
+    print(f"Subjects: mean met share m_h {run.met.min():.3f}-{run.met.max():.3f} (case-weighted mean "
+          f"{float(run.met @ sizes) / sizes.sum():.3f}, sd {args.subject_sd:g}); judge flip-rate factor g_h "
+          f"{run.factor.min():.2f}-{run.factor.max():.2f} (weighted mean 1, sd {args.judge_subject_sd:g}, uncorrelated "
+          f"with m_h); fixed seed {SUBJECT_SEED}")
+    print(f"Physicians: case met probability Beta(m_h {k:g}, (1 - m_h) {k:g}), criteria independent given it; "
           f"truth = physicians' census mean over the {args.cases} cases")
-    print(f"Judge: disagrees on D = {d:.4f} of rows (pooled kappa {args.kappa} at bias 0), flip rates set by D and the bias; "
-          f"judge spread 0 = rows flip independently, s > 0 = per-case flip rates ~ Beta(f s, (1 - f) s)")
-    print(f"Review: sample_cases (stratified, proportional), all criteria of each case; physicians_estimate, 95% normal "
-          f"interval; {args.reps} runs per setting; seed {args.seed}; coverage MC se ~ {math.sqrt(0.95 * 0.05 / args.reps):.3f}")
+    print(f"Judge: disagrees on D = {d:.4f} of rows (pooled kappa {args.kappa} at bias 0), flip rates set by D and the bias, "
+          f"times g_h; judge spread 0 = rows flip independently, s > 0 = per-case flip rates ~ Beta(f s, (1 - f) s)")
+    print(f"Review: {rule}, all criteria of each case; physicians_estimate, 95% normal interval; {args.reps} runs per "
+          f"setting; seed {args.seed}; coverage MC se ~ {math.sqrt(0.95 * 0.05 / args.reps):.3f}")
+    print(f"Stratified design (every subject >= 2 reviewed cases), random allocation: possible from n = {possible}, certain "
+          f"from n = {certain}; probability " + ", ".join(f"{probability[n]:.3f} at n = {n}" for n in args.sizes
+                                                           if n in probability)
+          + f". Old fixed rule: first at n = {fixed_first} (not at every larger n)")
 
     settings = [Setting(i, bias / 100, s, args) for i, (bias, s) in enumerate(
         (bias, s) for bias in args.bias for s in args.judge_spread)]
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         results = list(pool.map(run_setting, settings, [args] * len(settings)))
 
-    print("\nJudge per setting (f_met = P(judge not met | physicians met), f_not = P(judge met | physicians not met)):")
+    print("\nJudge per setting (f_met = P(judge not met | physicians met), f_not = P(judge met | physicians not met), "
+          "before g_h; subject bias = a subject's expected judge minus physicians):")
     for r in results:
+        lo, hi = r["subject_bias_points"]
         print(f"bias {r['bias_points']:+g} pts, spread {r['judge_spread']:g}: f_met {r['f_met']:.4f}, f_not {r['f_not']:.4f}, "
               f"pooled kappa {r['pooled_kappa']:.3f} (realised {r['realised_kappa']:.3f}), realised disagreement "
-              f"{r['realised_disagreement']:.4f}, mean true bias {r['mean_true_bias_points']:+.2f} pts")
+              f"{r['realised_disagreement']:.4f}, mean true bias {r['mean_true_bias_points']:+.2f} pts, "
+              f"subject bias {lo:+.1f} to {hi:+.1f} pts")
 
-    print("\n| bias (pts) | judge errors | n | design | coverage | bias coverage | mean error (pts) | width (pts) "
+    print(f"\n{rule}:")
+    print("\n| bias (pts) | judge errors | n | stratified share | coverage | bias coverage | mean error (pts) | width (pts) "
           "| width without census (pts) | gain |")
-    print("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     short = []
     for r in results:
-        layout = "spread" if r["judge_spread"] == 0 else f"clustered ({r['judge_spread']:g})"
         for row in r["rows"]:
-            print(f"| {row['bias_points']:+g} | {layout} | {row['n']} | {row['design']} | {row['coverage']:.3f} | "
-                  f"{row['coverage_bias']:.3f} | {row['mean_error_points']:+.2f} | {row['width_points']:.2f} | "
-                  f"{row['width_without_census_points']:.2f} | {row['gain']:.2f} |")
+            print(f"| {row['bias_points']:+g} | {layout_of(r['judge_spread'])} | {row['n']} | {row['stratified_share']:.3f} | "
+                  f"{row['coverage']:.3f} | {row['coverage_bias']:.3f} | {row['mean_error_points']:+.2f} | "
+                  f"{row['width_points']:.2f} | {row['width_without_census_points']:.2f} | {row['gain']:.2f} |")
             if row["coverage"] < 0.93:
                 short.append(row)
 
-    print(f"\nReviewed cases for a mean 95% half-width <= {args.target:g} on the bias (bisection to 2%):")
+    contrast = [(r, row) for r in results for row in r["contrast"]]
+    if contrast:
+        print("\nRandom allocation (the export's) vs the OLD fixed one (largest remainders), same physicians, judge and "
+              "draw seeds; expected error = the fixed rule's design bias from the subjects' expected differences:")
+        print("\n| bias (pts) | judge errors | n | allocation | coverage | mean error (pts) | MC se (pts) "
+              "| expected error (pts) | RMSE (pts) | subjects left out (mean) | never reachable |")
+        print("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+        for r, row in contrast:
+            fixed = row["allocation"] == "fixed"
+            expected = f"{row['expected_design_error_points']:+.2f}" if fixed else "0"
+            never = sum(v == 0 for v in allocate(run.size_of, row["n"]).values()) if fixed else 0
+            print(f"| {row['bias_points']:+g} | {layout_of(r['judge_spread'])} | {row['n']} | {row['allocation']} | "
+                  f"{row['coverage']:.3f} | {row['mean_error_points']:+.2f} | {row['mean_error_mc_se_points']:.2f} | "
+                  f"{expected} | {row['rmse_points']:.2f} | {row['subjects_left_out_mean']:.1f} | {never} |")
+            if row["coverage"] < 0.93 and fixed != args.fixed_allocation:
+                short.append(row)
+
+    print(f"\nReviewed cases for a mean 95% half-width <= {args.target:g} on the bias (bisection to 2%; {rule}):")
     for r in results:
         layout = "errors spread over rows" if r["judge_spread"] == 0 else f"errors clustered in cases (spread {r['judge_spread']:g})"
         need = r["needed_for_target"]
@@ -317,19 +502,26 @@ def main() -> None:
             print(f"bias {r['bias_points']:+g} pts, {layout}: {need['why']}")
         else:
             print(f"bias {r['bias_points']:+g} pts, {layout}: {need['n']} cases (between {need['bracket'][0]} and "
-                  f"{need['bracket'][1]}; half-width {need['half_width']:.4f}, coverage {need['coverage']:.3f}, {need['design']})")
+                  f"{need['bracket'][1]}; half-width {need['half_width']:.4f}, coverage {need['coverage']:.3f}, "
+                  f"stratified share {need['stratified_share']:.3f})")
     if short:
         print("\nSettings below 0.93 coverage (truth below / above the interval):")
         for row in short:
-            print(f"bias {row['bias_points']:+g}, spread {row['judge_spread']:g}, n {row['n']}: {row['coverage']:.3f} "
-                  f"({row['truth_below_interval']:.3f} / {row['truth_above_interval']:.3f})")
+            print(f"bias {row['bias_points']:+g}, spread {row['judge_spread']:g}, n {row['n']}, {row['allocation']} allocation: "
+                  f"{row['coverage']:.3f} ({row['truth_below_interval']:.3f} / {row['truth_above_interval']:.3f})")
     else:
         print("\nEvery setting covers at least 0.93.")
     elapsed = time.perf_counter() - started
     print(f"\nelapsed {elapsed:.1f} s")
     print(json.dumps({"cases": args.cases, "criteria": args.criteria, "subjects": args.subjects,
-                      "subject_sizes": sizes.tolist(), "first_stratified_n": first_stratified(strata),
-                      "met_share": args.met_share, "concentration": args.concentration, "kappa": args.kappa,
+                      "subject_sizes": sizes.tolist(), "subject_met_shares": np.round(run.met, 4).tolist(),
+                      "subject_judge_factors": np.round(run.factor, 4).tolist(),
+                      "allocation": "fixed" if args.fixed_allocation else "random",
+                      "stratified_probability_random": {n: round(probability[n], 4) for n in args.sizes if n in probability},
+                      "stratified_possible_from_n_random": possible, "stratified_certain_from_n_random": certain,
+                      "first_stratified_n_fixed": fixed_first,
+                      "met_share": args.met_share, "subject_sd": args.subject_sd, "judge_subject_sd": args.judge_subject_sd,
+                      "concentration": args.concentration, "kappa": args.kappa,
                       "disagreement": round(d, 5), "reps": args.reps, "seed": args.seed, "target": args.target,
                       "results": results, "elapsed_s": round(elapsed, 1)}))
 
