@@ -177,10 +177,10 @@ def _lmeval_answer(sample: Mapping[str, Any], code: str, variant: str) -> tuple[
 # -- reading a log file --------------------------------------------------------------------------
 
 
-def read_inspect_log(path: str | Path) -> ItemLog:
-    """Every sample of an Inspect CliMedBench log (all epochs)."""
+def read_inspect_log(path: str | Path, log: Any = None) -> ItemLog:
+    """Every sample of an Inspect CliMedBench log (all epochs); ``log``: the log already read."""
     path = location(path)
-    log = read_eval(path)
+    log = read_eval(path) if log is None else log
     out = ItemLog(str(path), log.eval.model, "inspect")
     for sample in log.samples or []:
         meta = sample.metadata or {}

@@ -77,7 +77,12 @@ def _lmeval_cases(path: Path) -> Iterator[LoggedCase]:
 
 
 def _inspect_cases(path: Path, skip_errored: bool = False) -> Iterator[LoggedCase]:
-    log = read_inspect_log(path)
+    yield from inspect_log_cases(read_inspect_log(path), path, skip_errored)
+
+
+def inspect_log_cases(log: Any, path: Path | str, skip_errored: bool = False) -> Iterator[LoggedCase]:
+    """The graded cases of an Inspect log already read (``log_files.read_inspect_log``): what a
+    reader that needs the log's header too makes from one read (see :func:`read_case_records`)."""
     for sample in log.samples or []:
         score = (sample.scores or {}).get(INSPECT_SCORER)
         where = f"{path}: sample {sample.id!r} (epoch {sample.epoch})"

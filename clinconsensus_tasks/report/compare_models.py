@@ -40,7 +40,7 @@ from clinconsensus_tasks import json_output
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.log_files import CLIMEDBENCH, CLINCONSENSUS, SeveralRuns, benchmark_of, run_files
 from clinconsensus_tasks.report.release_gate import COMPARISON_CHECKS, COMPARISON_PROFILE, RELEASE_FAILURE_SHARE, ReleaseBar, run_problems
-from clinconsensus_tasks.run_records.facts import run_facts
+from clinconsensus_tasks.run_records.facts import RunFacts, run_facts
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import format_value
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS
@@ -89,13 +89,11 @@ def _digest(value: Any) -> str:
 # -- reading runs (files: ``log_files.run_files``; records: the benchmarks' readers) ---------------
 
 
-def read_clinconsensus_run(files: Sequence[Path], thresholds: Sequence[int], n_criteria: int) -> PairableRun:
-    from clinconsensus_tasks.clinconsensus.logs import read_case_records
-
-    records = [r for f in files for r in read_case_records(f)]
+def clinconsensus_pairable(path: str, records: Sequence[Any], thresholds: Sequence[int], n_criteria: int) -> PairableRun:
+    """A ClinConsensus run's per-case terms, keyed by case, from its records."""
     judges = tuple(sorted({r.graded.judge for r in records if r.graded.judge}))
     modes = sorted({r.graded.judge_mode for r in records if r.graded.judge_mode})
-    run = PairableRun(str(files[0]), CLINCONSENSUS, {}, {}, judges, ", ".join(modes))
+    run = PairableRun(path, CLINCONSENSUS, {}, {}, judges, ", ".join(modes))
     for r in records:
         for name, term in r.graded.terms(thresholds, n_criteria).items():  # every mean metric of the metric table
             run.add(name, r.graded.case_id, term)
@@ -103,13 +101,11 @@ def read_clinconsensus_run(files: Sequence[Path], thresholds: Sequence[int], n_c
     return run
 
 
-def read_climedbench_run(files: Sequence[Path]) -> PairableRun:
-    """Every scored item; an unscored one is an error (a difference without it would not be the run's)."""
-    from clinconsensus_tasks.climedbench.logs import read_item_log
-
-    run = PairableRun(str(files[0]), CLIMEDBENCH, {}, {})
-    for path in files:
-        log = read_item_log(path)
+def climedbench_pairable(path: str, logs: Sequence[Any]) -> PairableRun:
+    """A CliMedBench run's scored items, keyed by item, from its item logs; an unscored one is an
+    error (a difference without it would not be the run's)."""
+    run = PairableRun(path, CLIMEDBENCH, {}, {})
+    for log in logs:
         log.require_scored()
         for result in log.results:
             key, code = result.key, result.scenario
@@ -118,6 +114,13 @@ def read_climedbench_run(files: Sequence[Path]) -> PairableRun:
             run.add(f"dimension/{SCENARIOS[code].dimension}", key, result.value, stratum=code)
             run.content[key] = _digest(log.items.get(key))
     return run
+
+
+def pairable_from_facts(facts: RunFacts, thresholds: Sequence[int], n_criteria: int) -> PairableRun:
+    """The run the gate's facts already hold (its records, its items): compared without reading it again."""
+    if facts.benchmark == CLINCONSENSUS:
+        return clinconsensus_pairable(facts.where, facts.records, thresholds, n_criteria)
+    return climedbench_pairable(facts.where, [facts.items])
 
 
 def one_run(path: str | Path) -> list[Path]:
@@ -129,11 +132,13 @@ def one_run(path: str | Path) -> list[Path]:
 
 
 def read_run(path: str | Path, thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA) -> PairableRun:
+    from clinconsensus_tasks.clinconsensus.logs import read_case_records
+    from clinconsensus_tasks.climedbench.logs import read_item_log
+
     files = one_run(path)
-    benchmark = benchmark_of(files[0])
-    if benchmark == CLINCONSENSUS:
-        return read_clinconsensus_run(files, thresholds, n_criteria)
-    return read_climedbench_run(files)
+    if benchmark_of(files[0]) == CLINCONSENSUS:
+        return clinconsensus_pairable(str(files[0]), [r for f in files for r in read_case_records(f)], thresholds, n_criteria)
+    return climedbench_pairable(str(files[0]), [read_item_log(f) for f in files])
 
 
 # -- the runs' facts: the release gate's readers and rules -------------------------------------------
@@ -155,14 +160,16 @@ class Refusal:
                 "checked": COMPARISON_PROFILE, "exceptions": self.exceptions, "passed": False}
 
 
-def check_runs(baseline: str | Path, candidate: str | Path, bar: ReleaseBar) -> Refusal:
-    """Each run's facts (``run_records.facts``) under the release gate's comparison rules and ``bar``."""
-    paths, problems = {}, {}
+def check_runs(baseline: str | Path, candidate: str | Path, bar: ReleaseBar) -> tuple[Refusal, list[RunFacts]]:
+    """Each run's facts (``run_records.facts``) under the release gate's comparison rules and ``bar``;
+    the facts too, which hold the runs' records (read once: the comparison is made from them)."""
+    paths, problems, read = {}, {}, []
     for side, path in zip(SIDES, (baseline, candidate)):
         one_run(path)
         facts = run_facts(path)
+        read.append(facts)
         paths[side], problems[side] = facts.where, run_problems(facts, bar, COMPARISON_CHECKS)
-    return Refusal(paths, problems)
+    return Refusal(paths, problems), read
 
 
 def result_line(verdict: str, exceptions: Sequence[str]) -> str:
@@ -414,7 +421,7 @@ def main_compare(args: Any) -> int:
     threshold = getattr(args, "judge_failure_threshold", None)
     bar = ReleaseBar(RELEASE_FAILURE_SHARE if threshold is None else parse_failure_share(threshold, "--judge-failure-threshold"))
     exceptions = loosened(args, bar)
-    refusal = check_runs(args.baseline, args.candidate, bar)
+    refusal, (baseline, candidate) = check_runs(args.baseline, args.candidate, bar)
     if refusal.refused():
         refusal.exceptions = exceptions
         print(json_output.dumps(refusal.to_dict()) if args.json else format_refusal(refusal))
@@ -422,7 +429,7 @@ def main_compare(args: Any) -> int:
             write_refusal_junit(refusal, args.junit)
         return 1
     comparison = compare_runs(
-        read_run(args.baseline, thresholds, args.n_criteria), read_run(args.candidate, thresholds, args.n_criteria), gates,
+        pairable_from_facts(baseline, thresholds, args.n_criteria), pairable_from_facts(candidate, thresholds, args.n_criteria), gates,
         args.resamples, args.seed, args.allow_different_data, args.allow_different_judge,
     )
     comparison.exceptions = exceptions

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from clinconsensus_tasks.climedbench.logs import read_item_log
-from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
+from clinconsensus_tasks.climedbench.logs import read_inspect_log as read_climedbench_inspect, read_item_log
+from clinconsensus_tasks.clinconsensus.logs import LoggedCase, inspect_log_cases, read_case_records
 from clinconsensus_tasks.judge.provenance import judge_display
 from clinconsensus_tasks.log_files import (
     CLIMEDBENCH, CLINCONSENSUS, ended_by_judge_policy, find_logs, is_inspect_log, is_lmeval_results, is_lmeval_samples, lmeval_run_key, lmeval_task,
@@ -213,39 +213,37 @@ def _climedbench_results(path: Path) -> list[ItemResult]:
     return log.results
 
 
-def _inspect_judges(path: Path) -> list[str]:
-    """The judges of an Inspect ClinConsensus log as its first scored sample records them, named
-    as lm-eval's records name them (``provenance.judge_display``)."""
-    from inspect_ai.log import read_eval_log_samples
-
-    for sample in read_eval_log_samples(str(path), all_samples_required=False):
-        for score in (sample.scores or {}).values():
-            meta = score.metadata or {}
-            found = [p for p in (meta.get("provenance"), meta.get("local_provenance")) if p]
-            if found:
-                return [judge_display(p["judge_model"], p["judge_endpoint"]) for p in found]
+def _record_judges(records: Sequence[LoggedCase]) -> list[str]:
+    """The judges of a ClinConsensus run as its first record with provenance names them, named as
+    lm-eval's records name them (``provenance.judge_display``)."""
+    for record in records:
+        if record.provenance:
+            return [judge_display(p["judge_model"], p["judge_endpoint"]) for p in record.provenance]
     return []
 
 
 def _read_inspect(path: Path, runs: Runs) -> None:
-    log = read_inspect_log(path, header_only=True)
+    log = read_inspect_log(path, header_only=True)  # a run left out is left out on its header alone
     if log.status != "success" and not (ended_by_judge_policy(log) and log.results):  # re-judged since: its numbers stand
         runs.skipped.append((str(path), f"unfinished Inspect run (status {log.status!r})"))
         return
     if not (log.results and log.results.total_samples):
         runs.skipped.append((str(path), "no samples"))
         return
+    log = read_inspect_log(path)  # once: every sample's record (and the header again, with them)
     meta = _inspect_meta(log)
     task = log.eval.task.rsplit("/", 1)[-1]
     name = model_display_name(log.eval.model)
     if task.startswith(CLINCONSENSUS):
         n = int((log.eval.task_args or {}).get("n_criteria") or DEFAULT_N_CRITERIA)
-        meta["judges"] = _inspect_judges(path) or meta["judges"]
+        records = list(inspect_log_cases(log, path))
+        meta["judges"] = _record_judges(records) or meta["judges"]
         ks = with_defaults(parse_thresholds((log.eval.task_args or {}).get("thresholds") or DEFAULT_THRESHOLDS, n))
-        runs.clin.append(ClinRun(name, str(path), read_case_records(path), n, meta, thresholds=ks))
+        runs.clin.append(ClinRun(name, str(path), records, n, meta, thresholds=ks))
     elif task.startswith(CLIMEDBENCH):
-        results = _climedbench_results(path)
-        runs.med.append(MedRun(_run_name(name, _variant(results)), str(path), results, meta))
+        items = read_climedbench_inspect(path, log)
+        items.require_scored()
+        runs.med.append(MedRun(_run_name(name, _variant(items.results)), str(path), items.results, meta))
     else:
         raise ValueError(f"{path}: task {log.eval.task!r} is neither ClinConsensus nor CliMedBench")
 

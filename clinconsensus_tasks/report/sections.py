@@ -310,15 +310,19 @@ def robustness_section(runs: Sequence[MedRun], resamples: int, seed: int) -> Sec
 
 def baseline_section(baseline: str | Path, runs: Runs, resamples: int, seed: int) -> Section:
     """Every run of the baseline's benchmark against the baseline (``compare-models``), case by case."""
-    from clinconsensus_tasks.report.compare_models import RunMismatch, compare_runs, read_run
+    from clinconsensus_tasks.report.compare_models import RunMismatch, clinconsensus_pairable, compare_runs, read_run
+
+    def pairable(run: Any) -> Any:  # a ClinConsensus run from the records the report holds (not read again)
+        return clinconsensus_pairable(run.path, run.records, DEFAULT_THRESHOLDS, run.n_criteria) if isinstance(run, ClinRun) else read_run(run.path)
 
     section = Section(f"Against the baseline {location(baseline).name}")
-    base = read_run(baseline)
+    held = [run for run in [*runs.clin, *runs.med] if same_location(run.path, baseline)]
+    base = pairable(held[0]) if held else read_run(baseline)
     for run in [*runs.clin, *runs.med]:
         if same_location(run.path, baseline):
             continue
         try:
-            comparison = compare_runs(base, read_run(run.path), resamples=resamples, seed=seed)
+            comparison = compare_runs(base, pairable(run), resamples=resamples, seed=seed)
         except RunMismatch as exc:
             section.notes.append(f"{run.name}: not compared ({exc})")
             continue

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
+from clinconsensus_tasks.clinconsensus.logs import LoggedCase, inspect_log_cases, read_case_records
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.log_files import (
     CLIMEDBENCH, CLINCONSENSUS, benchmark_of, ended_by_judge_policy, Found, find_logs, is_file, is_inspect_log, is_lmeval_results, is_lmeval_samples,
@@ -85,7 +85,7 @@ def _inspect_facts(path: Path) -> RunFacts:
     if benchmark == CLIMEDBENCH:
         from clinconsensus_tasks.climedbench.logs import read_inspect_log
 
-        facts.items = read_inspect_log(path)
+        facts.items = read_inspect_log(path, log)  # the log read above
         facts.synthetic = bool((spec.metadata or {}).get("synthetic_sample"))
         facts.variant = str(args.get("variant") or "clean")
         return facts
@@ -95,7 +95,7 @@ def _inspect_facts(path: Path) -> RunFacts:
     facts.self_grading_allowed = bool(args.get("allow_self_grading"))
     facts.data = {k: str((spec.metadata or {}).get(k) or "") for k in ("data_source", "data_sha256", "data_revision")}
     facts.thresholds = tuple(int(k) for k in args.get("thresholds") or (7, 10))
-    facts.records = read_case_records(path, skip_errored=True)
+    facts.records = list(inspect_log_cases(log, path, skip_errored=True))  # the log read above: one read for header and cases
     facts.judges_per_case = max([len(r.graded.roles) for r in facts.records] + [2 if SECOND_ROLE in roles else 1])
     return facts
 
