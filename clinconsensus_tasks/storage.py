@@ -84,7 +84,7 @@ def location(raw: str | os.PathLike[str] | Any) -> Location:
         # The URL as the filesystem names what it lists (gcs:// is gs://, s3a:// is s3://, az:// is
         # abfs://): a folder typed one way is then found under the names its listing gives.
         canonical = fs.unstrip_protocol(path.path)
-        if canonical != text:
+        if canonical != text and "::" not in text:  # a chained URL (simplecache::s3://...) is left as written
             path = UPath(canonical, **path.storage_options)
     return path
 

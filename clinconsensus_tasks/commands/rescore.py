@@ -33,28 +33,57 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from clinconsensus_tasks import settings_table
     from clinconsensus_tasks.clinconsensus.logs import read_case_records
-    from clinconsensus_tasks.commands.tools import recorded_protocol, rescore
+    from clinconsensus_tasks.commands.tools import prompt_change, protocol_template, recorded_protocol, rescore
     from clinconsensus_tasks.log_files import CLINCONSENSUS, one_log
+    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
+    from clinconsensus_tasks.scorers.clinconsensus.jury import JUROR_PREFIX
+    from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE
+    from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED
 
     log = one_log(args.log, CLINCONSENSUS)
     records = read_case_records(log)
     recorded = recorded_protocol(log, records)
+    mode = args.judge_mode or recorded.mode
+    settings_from_log = dict(recorded.settings)
+    not_applied = {}
+    if mode == BATCHED and "judge_max_tokens" in settings_from_log:  # the client's batched budget is its own (96 a criterion)
+        not_applied["judge_max_tokens"] = f"{settings_from_log.pop('judge_max_tokens')} (batched mode: 96 tokens a criterion)"
     # The log's settings stand in for the environment's; the command's flags stand over both.
-    base = {settings_table.setting(name).env_name(): value for name, value in recorded.settings.items()}
+    base = {settings_table.setting(name).env_name(): value for name, value in settings_from_log.items()}
     settings = judge_settings(args, base)
-    from_log = {"judge_mode": recorded.mode, **recorded.prompt, **recorded.settings}
-    changed = {"judge_model": settings.model}
-    if args.judge_mode and args.judge_mode != recorded.mode:
-        changed["judge_mode"] = args.judge_mode
-    if args.judge_prompt:
-        changed["judge_prompt"] = args.judge_prompt
-    if args.judge_failure_threshold is not None:
-        changed["judge_failure_threshold"] = args.judge_failure_threshold
-    kept = {k: v for k, v in from_log.items() if k not in changed and not (k.startswith("judge_prompt_") and "judge_prompt" in changed)}
-    print("rescore: kept from the log: " + ", ".join(f"{k} {v}" for k, v in kept.items()), file=sys.stderr)
-    print("rescore: changed: " + ", ".join(f"{k} {v}" for k, v in changed.items()), file=sys.stderr)
-    metrics = rescore(log, args.output, settings, args.judge_mode, args.judge_prompt, records, recorded)
-    print(json_output.dumps({"output": args.output, **metrics, "protocol": {"from_log": kept, "changed": changed}}))
+    template = protocol_template(recorded, mode, args.judge_prompt)  # loaded and checked before any call
+    kept = {"judge_mode": recorded.mode} if mode == recorded.mode else {}
+    changed = {"judge_model": settings.model} if settings.model else {}
+    if mode != recorded.mode:
+        changed["judge_mode"] = f"{recorded.mode} -> {mode}"
+    prompt = prompt_change(recorded, template, mode)
+    if prompt:
+        changed["judge_prompt"] = prompt
+    else:
+        kept.update(recorded.prompt)
+    for name, value in settings_from_log.items():
+        flagged = getattr(args, name, None)
+        if flagged is not None and str(flagged) != value:
+            changed[name] = f"{value} -> {flagged}"
+        else:
+            kept[name] = value
+    judges = [r for r in recorded.roles if r.startswith(JUROR_PREFIX) or r == SECOND_ROLE]
+    if judges:
+        changed["judges"] = (f"a jury of {sum(r.startswith(JUROR_PREFIX) for r in judges)} -> one judge" if any(
+            r.startswith(JUROR_PREFIX) for r in judges) else "the second judge left out: the headline judge only")
+    header = recorded.header or "none found (a samples file without its results file): the environment's settings apply"
+    print(f"rescore: the log's header: {header}", file=sys.stderr)
+    print("rescore: kept from the log: " + (", ".join(f"{k} {v}" for k, v in kept.items()) or "nothing"), file=sys.stderr)
+    print("rescore: changed: " + (", ".join(f"{k} {v}" for k, v in changed.items()) or "nothing"), file=sys.stderr)
+    if not_applied:
+        print("rescore: not applied: " + ", ".join(f"{k} {v}" for k, v in not_applied.items()), file=sys.stderr)
+    try:
+        metrics = rescore(log, args.output, settings, mode, args.judge_prompt, records, recorded, template)
+    except JudgeFailureError as exc:
+        if "judge_failure_threshold" in kept:
+            raise JudgeFailureError(f"{exc} (the threshold {kept['judge_failure_threshold']} is the one the log's header "
+                                    "recorded, which stands over the environment: change it with --judge-failure-threshold)") from exc
+        raise
+    print(json_output.dumps({"output": args.output, **metrics,
+                             "protocol": {"header": recorded.header, "from_log": kept, "changed": changed, "not_applied": not_applied}}))
     return 0
-
-

@@ -159,46 +159,61 @@ PROMPT_FIELDS = ("judge_prompt", "judge_prompt_sha256", "judge_prompt_source")
 
 @dataclass(frozen=True)
 class Protocol:
-    """How a run's answers were judged: the mode, the prompt (name, sha256, source) and the header's
-    :data:`HEADER_PROTOCOL` settings it recorded."""
+    """How a run's answers were judged: the mode, the prompt (name, sha256, source), the header's
+    :data:`HEADER_PROTOCOL` settings (a setting the header holds no value for is the run's default),
+    whether a header was found at all, and the judge roles of its records."""
 
     mode: str
     prompt: dict[str, str]
     settings: dict[str, str] = field(default_factory=dict)
+    header: str = ""  # where the settings were read ("" when no header was found: the environment's apply)
+    roles: tuple[str, ...] = ()
 
 
 def recorded_protocol(log: str | Path, records: Sequence[LoggedCase]) -> Protocol:
     """The protocol ``log`` recorded: its cases' judge mode and prompt (one of each, else an error
-    naming them) and the header's settings (:data:`HEADER_PROTOCOL`, where recorded)."""
+    naming them) and the header's settings (:data:`HEADER_PROTOCOL`)."""
+    from clinconsensus_tasks import settings_table
+
+    if not records:
+        raise DataValidationError([f"{log}: no graded case to re-score"])
     modes = sorted({r.graded.judge_mode for r in records})
     prompts = sorted({tuple(r.graded.judge_prompt.get(k, "") for k in PROMPT_FIELDS) for r in records})
     if len(modes) != 1 or len(prompts) != 1:
         raise DataValidationError([f"{log}: its cases were judged under {len(modes)} judge mode(s) {modes} and {len(prompts)} "
                                    f"prompt(s) {[p[0] for p in prompts]}: re-score a log of one protocol"])
-    header = _header_settings(location(log))
-    return Protocol(modes[0], dict(zip(PROMPT_FIELDS, prompts[0])),
-                    {k: str(header[k]) for k in HEADER_PROTOCOL if header.get(k) not in (None, "")})
+    where, header = _header_settings(location(log))
+    settings = {k: str(header[k]) if header.get(k) not in (None, "") else settings_table.setting(k).default
+                for k in HEADER_PROTOCOL} if where else {}
+    roles = tuple(sorted({role for r in records for role in r.graded.roles}))
+    return Protocol(modes[0], dict(zip(PROMPT_FIELDS, prompts[0])), settings, where, roles)
 
 
-def _header_settings(path: Any) -> dict[str, Any]:
-    """The judge settings a run's header recorded: an Inspect log's task arguments, an lm-eval
-    samples file's results file's task metadata (``--metadata``); ``{}`` where there is none."""
+def _header_settings(path: Any) -> tuple[str, dict[str, Any]]:
+    """Where a run's header is and the judge settings it recorded: an Inspect log's task arguments,
+    an lm-eval samples file's results file's task metadata (``--metadata``); ``("", {})`` where
+    there is none (a samples file without its results file)."""
     from clinconsensus_tasks.log_files import lmeval_run_key, lmeval_task, read_inspect_log
 
     if path.suffix != ".jsonl":
-        return dict(read_inspect_log(path, header_only=True).eval.task_args or {})
+        return str(path), dict(read_inspect_log(path, header_only=True).eval.task_args or {})
     results = path.with_name(f"results_{lmeval_run_key(path)[1]}.json")
     with storage_errors(results):
         if not results.exists():
-            return {}
-        data = json.loads(results.read_text(encoding="utf-8"))
-    return dict(((data.get("configs") or {}).get(lmeval_task(path)) or {}).get("metadata") or {})
+            return "", {}
+        try:
+            data = json.loads(results.read_text(encoding="utf-8"))
+            metadata = ((data.get("configs") or {}).get(lmeval_task(path)) or {}).get("metadata") or {}
+        except (ValueError, AttributeError) as exc:
+            raise DataValidationError([f"{results}: not an lm-eval results file ({type(exc).__name__}: {exc})"]) from None
+    return str(results), dict(metadata) if isinstance(metadata, dict) else {}
 
 
 def protocol_template(recorded: Protocol, mode: str, choice: str | None) -> Any:
-    """The judge template to re-score with: ``choice`` (``--judge-prompt``) when given, else the one
-    the log recorded, loaded again and checked against its recorded sha256 before any judge call
-    (a prompt that cannot be had again is a named error). ``None``: the project's prompt."""
+    """The judge template to re-score with: ``choice`` (``--judge-prompt``) when given (whether it is
+    the recorded one is told by its sha256: :func:`prompt_change`), else the one the log recorded,
+    loaded again and checked against its recorded sha256 before any judge call (a prompt that cannot
+    be had again is a named error). ``None``: the project's prompt."""
     from clinconsensus_tasks.errors import ConfigurationError
     from clinconsensus_tasks.judge.official_template import OFFICIAL, PROJECT, load_judge_prompt, prompt_record
 
@@ -218,8 +233,8 @@ def protocol_template(recorded: Protocol, mode: str, choice: str | None) -> Any:
     else:
         if not Path(source).is_file():
             raise ConfigurationError(f"the log's judge prompt {name!r} (sha256 {sha[:12]}...) was read from {source}, which is not "
-                                     "there now: give the same template with --judge-prompt FILE (its sha256 is checked), or "
-                                     "another prompt to change the protocol")
+                                     "there now: give the same template with --judge-prompt FILE (its sha256 is compared with the "
+                                     "log's; another one is reported as a changed prompt)")
         template = load_judge_prompt(source, mode)
         again, fix = template.sha256, "give the template the run used with --judge-prompt FILE"
     if again != sha:
@@ -228,8 +243,23 @@ def protocol_template(recorded: Protocol, mode: str, choice: str | None) -> Any:
     return template
 
 
+def prompt_change(recorded: Protocol, template: Any, mode: str) -> str:
+    """``""`` when ``template`` in ``mode`` is the prompt the log recorded (by sha256), else what changed."""
+    from clinconsensus_tasks.judge.official_template import prompt_record
+
+    now = prompt_record(template, mode)
+    before = recorded.prompt.get("judge_prompt_sha256", "")
+    if now["judge_prompt_sha256"] == before:
+        return ""
+    return (f"{recorded.prompt.get('judge_prompt') or '(not recorded)'} (sha256 {before[:12]}...) -> {now['judge_prompt']} "
+            f"(sha256 {now['judge_prompt_sha256'][:12]}...)")
+
+
+_UNSET: Any = object()
+
+
 def rescore(log: str, output: str | Path, settings: Any, mode: str | None = None, prompt: str | None = None,
-            records: Sequence[LoggedCase] | None = None, recorded: Protocol | None = None) -> dict[str, float]:
+            records: Sequence[LoggedCase] | None = None, recorded: Protocol | None = None, template: Any = _UNSET) -> dict[str, float]:
     """Grade the answers stored in ``log`` again with another judge; write a new log of the same
     kind to ``output`` and return its headline metrics. The judging protocol is the one the log
     recorded (:func:`recorded_protocol`: mode, prompt checked by sha256, header settings, the last
@@ -245,7 +275,8 @@ def rescore(log: str, output: str | Path, settings: Any, mode: str | None = None
     records = read_case_records(log) if records is None else records
     recorded = recorded or recorded_protocol(log, records)
     mode = mode or recorded.mode
-    template = protocol_template(recorded, mode, prompt)  # before any call
+    if template is _UNSET:
+        template = protocol_template(recorded, mode, prompt)  # before any call
     fresh = asyncio.run(regrade(records, settings, mode, template))
     enforce_failure_policy(fresh, settings)
     output = output_location(output)  # a local file or a URL
@@ -255,7 +286,7 @@ def rescore(log: str, output: str | Path, settings: Any, mode: str | None = None
         if source.suffix == ".jsonl":
             _write_lmeval(source, output, fresh)
         else:
-            _write_inspect(source, output, fresh, settings.model, mode)
+            _write_inspect(source, output, fresh, settings.model, mode, {"judge_failure_threshold": settings.failure_threshold})
     metrics = summarize([r.result() for r in fresh])
     metrics.pop("cases")
     return metrics
@@ -275,7 +306,7 @@ def _write_lmeval(source: Path, output: Path, fresh: list[GradedCase]) -> None:
     write_text(output, "".join(out))
 
 
-def _write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: str, mode: str) -> None:
+def _write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: str, mode: str, used: dict[str, Any]) -> None:
     from inspect_ai.log import EvalMetric, write_eval_log
 
     from clinconsensus_tasks.log_files import read_inspect_log
@@ -300,4 +331,9 @@ def _write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: s
         log.results.scores[0].metrics = {k: EvalMetric(name=k, value=float(v)) for k, v in values.items()}
     prompt = dict(fresh[0].judge_prompt) if fresh else {}
     log.eval.metadata = {**(log.eval.metadata or {}), "rescored": {"from": str(source), "judge": judge, "judge_mode": mode, **prompt}}
+    # The judging settings the new verdicts were made under (a re-scoring of this log keeps these);
+    # the model roles stay the run's, so the release gate still sees it was re-judged.
+    log.eval.task_args = {**(log.eval.task_args or {}), "judge_mode": mode, "judge_prompt": prompt.get("judge_prompt_source")
+                          if prompt.get("judge_prompt") not in ("official", "project", "project-batched") else
+                          prompt.get("judge_prompt", "").replace("project-batched", "project"), **used}
     write_eval_log(log, str(output))

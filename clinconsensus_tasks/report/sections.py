@@ -310,16 +310,24 @@ def robustness_section(runs: Sequence[MedRun], resamples: int, seed: int) -> Sec
 
 def baseline_section(baseline: str | Path, runs: Runs, resamples: int, seed: int) -> Section:
     """Every run of the baseline's benchmark against the baseline (``compare-models``), case by case."""
+    from clinconsensus_tasks.log_files import CLINCONSENSUS
     from clinconsensus_tasks.report.compare_models import RunMismatch, clinconsensus_pairable, compare_runs, read_run
 
     def pairable(run: Any) -> Any:  # a ClinConsensus run from the records the report holds (not read again)
-        return clinconsensus_pairable(run.path, run.records, DEFAULT_THRESHOLDS, run.n_criteria) if isinstance(run, ClinRun) else read_run(run.path)
+        if isinstance(run, ClinRun):
+            return clinconsensus_pairable(run.path, run.records, DEFAULT_THRESHOLDS, run.n_criteria)
+        # an lm-eval CliMedBench run is its call's samples files, named together: their folder holds the run
+        return read_run(Path(run.path.split(", ")[0]).parent if ", " in run.path else run.path)
 
     section = Section(f"Against the baseline {location(baseline).name}")
     held = [run for run in [*runs.clin, *runs.med] if same_location(run.path, baseline)]
     base = pairable(held[0]) if held else read_run(baseline)
     for run in [*runs.clin, *runs.med]:
         if same_location(run.path, baseline):
+            continue
+        if isinstance(run, ClinRun) != (base.benchmark == CLINCONSENSUS):  # not read: another benchmark is not paired
+            other = "ClinConsensus" if isinstance(run, ClinRun) else "CliMedBench"
+            section.notes.append(f"{run.name}: not compared (a {other} run; the baseline is a {base.benchmark} run)")
             continue
         try:
             comparison = compare_runs(base, pairable(run), resamples=resamples, seed=seed)

@@ -79,12 +79,21 @@ def test_a_template_file_run_is_rescored_with_that_template_in_both_frameworks(f
     code, result, err = rescore(fake_server, log.location, tmp_path / "again.eval", capsys, "--judge-prompt", str(moved))
     assert code == 0, err
     assert protocol_of(tmp_path / "again.eval") == {("per_criterion", sha, "judge-alt")}
-    assert result["protocol"]["changed"] == {"judge_model": "judge-alt", "judge_prompt": str(moved)}
-    # An edited template is another prompt: the log's sha256 does not match, nothing is asked.
+    # The same template by its sha256: kept, wherever it lies now.
+    assert result["protocol"]["changed"] == {"judge_model": "judge-alt"} and result["protocol"]["from_log"]["judge_prompt_sha256"] == sha
+    # An edited template is another prompt: at the log's path, a named error before any call; named
+    # on the command line, a change the output says.
     moved.rename(template)
-    template.write_text(TEMPLATE.replace("Decide whether", "Judge whether"), encoding="utf-8")
+    edited = TEMPLATE.replace("Decide whether", "Judge whether")
+    template.write_text(edited, encoding="utf-8")
     code, _, err = rescore(fake_server, log.location, tmp_path / "never.eval", capsys)
     assert code == 2 and f"has sha256 {sha[:12]}..., the one loaded now" in err and fake_server.stats()["judge_calls"] == 0
+    fake_server.set_judge_templates([TEMPLATE, edited])
+    code, result, err = rescore(fake_server, log.location, tmp_path / "edited.eval", capsys, "--judge-prompt", str(template))
+    assert code == 0, err
+    new_sha = hashlib.sha256(edited.encode("utf-8")).hexdigest()
+    assert result["protocol"]["changed"]["judge_prompt"] == f"{template} (sha256 {sha[:12]}...) -> {template} (sha256 {new_sha[:12]}...)"
+    assert "judge_prompt" not in result["protocol"]["from_log"]
 
 
 def test_a_batched_run_is_rescored_batched_unless_told(fake_server, tmp_path, monkeypatch, capsys):
@@ -106,5 +115,30 @@ def test_a_batched_run_is_rescored_batched_unless_told(fake_server, tmp_path, mo
                                     "--judge-mode", "per_criterion", "--judge-prompt", "project")
         assert code == 0, err
         assert fake_server.stats()["kinds"] == {"per_criterion": 360}
-        assert result["protocol"]["changed"] == {"judge_model": "judge-alt", "judge_mode": "per_criterion", "judge_prompt": "project"}
-        assert "rescore: changed: judge_model judge-alt, judge_mode per_criterion, judge_prompt project" in err
+        project = prompt_record(None, "per_criterion")["judge_prompt_sha256"]
+        assert result["protocol"]["changed"] == {"judge_model": "judge-alt", "judge_mode": "batched -> per_criterion",
+                                                 "judge_prompt": f"project-batched (sha256 {batched_sha[:12]}...) -> project "
+                                                                 f"(sha256 {project[:12]}...)"}
+        assert "rescore: changed: judge_model judge-alt, judge_mode batched -> per_criterion, judge_prompt project-batched" in err
+
+
+def test_the_logs_failure_threshold_stands_and_a_missing_header_is_said(fake_server, tmp_path, monkeypatch, capsys):
+    log, _ = run_inspect(tmp_path / "inspect", judge_prompt="project", judge_failure_threshold=0.5)
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD", "0")  # the environment's "never" does not loosen the log's bar
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_CACHE", "0")
+    fake_server.reset()
+    code = cli_main(["rescore", str(log.location), "--output", str(tmp_path / "never.eval"), "--judge-base-url", fake_server.base_url,
+                     "--judge-model", "judge-unreadable", "--judge-api-key", "k"])
+    err = capsys.readouterr().err
+    assert code == 1 and "the one the log's header recorded, which stands over the environment" in err, err
+    assert "kept from the log: judge_mode per_criterion" in err and "judge_failure_threshold 0.5" in err
+    # An lm-eval samples file without its results file: no header; the output says the environment's settings apply.
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_PROMPT", "project")
+    run_lmeval(fake_server.base_url, tmp_path / "lmeval")
+    alone = tmp_path / "alone" / samples_of(tmp_path / "lmeval").name
+    alone.parent.mkdir()
+    alone.write_bytes(samples_of(tmp_path / "lmeval").read_bytes())
+    code, result, err = rescore(fake_server, alone, tmp_path / "alone-out" / alone.name, capsys)
+    assert code == 0, err
+    assert "rescore: the log's header: none found (a samples file without its results file)" in err
+    assert result["protocol"]["header"] == "" and "judge_failure_threshold" not in result["protocol"]["from_log"]
