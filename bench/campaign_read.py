@@ -31,18 +31,23 @@ eleven models x 2,500 cases in both frameworks (22 runs) in under a minute on tw
   resamples); and ``clinconsensus-eval --help`` as the floor (interpreter and CLI import).
 * Read once: the child process above, over the same runs as the command (for Inspect the same
   ``.eval``, for lm-eval its samples file): its wall time and peak RSS; also printed, the seconds
-  of the reads alone and the RSS they added (the records held).
+  of the reads alone, the RSS they left (after a garbage collection and ``malloc_trim``, less the
+  RSS before them) and the records' own size (a deep ``sys.getsizeof`` of 200 records per run,
+  scaled to the run): the peak is the reader's transient, not the records.
 * Each figure: wall seconds (median of ``--repeat``) and peak RSS of the process (the largest over
-  repeats; ``os.wait4``'s ``ru_maxrss``), the command and its read-once process in alternation.
+  repeats; GNU time's ``%M``, ``/usr/bin/time``), the command and its read-once process in alternation.
 
 Usage:
     .venv/bin/python bench/campaign_read.py
     .venv/bin/python bench/campaign_read.py --cases 900 2500 --models 2 11 --repeat 1 \\
         --commands summarize strict report compare
-The defaults (900 and 2,500 cases, 2 models: 4 runs per campaign) take about 5 minutes on two cores
-with the campaign cached (building it adds about 2 minutes). ``--models 2 11`` adds the campaign
-commands (strict, report) on 22 runs per size; building those runs takes about 10 minutes more
-the first time. The last line printed is one JSON object.
+The defaults (900 and 2,500 cases, 2 models: 4 runs per campaign) took 9.5 minutes on two cores at
+commit 143223f (before issue 47's fixes) and about 7 after its first (each log read once), the
+campaign cached; building it the first time adds about 2 minutes. ``--models 2 11`` adds the
+campaign commands (strict, report) on 22 runs per size: 22 minutes more at 143223f, and about 5
+minutes of building the first time. ``--package-dir`` measures another tree's package against the
+same campaign (a before and an after).
+The last line printed is one JSON object.
 """
 
 from __future__ import annotations
@@ -64,10 +69,11 @@ INSPECT_STAMP = "2026-01-01T00-00-00-00-00"
 SCORER = "rubric_scorer"
 COMMANDS = ("summarize", "strict", "report", "compare")
 GOAL_TIME, GOAL_MEMORY, GOAL_REPORT_S = 1.5, 2.0, 60.0
+TIME = "/usr/bin/time"  # GNU time: the peak RSS of the process it runs
 
 # The read-once process: the package's reader over each run's records file, all held to the end.
 READ_ONCE = r"""
-import json, resource, sys, time
+import ctypes, gc, json, resource, sys, time
 t0 = time.perf_counter()
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
 t1 = time.perf_counter()
@@ -77,7 +83,24 @@ def rss_mb():
 before = rss_mb()
 held = [read_case_records(p) for p in sys.argv[1:]]
 t2 = time.perf_counter()
-print(json.dumps({"cases": sum(map(len, held)), "import_s": t1 - t0, "read_s": t2 - t1, "held_mb": rss_mb() - before}))
+gc.collect()
+ctypes.CDLL("libc.so.6").malloc_trim(0)  # what the reads freed back to the system
+def deep(o, seen):
+    if id(o) in seen:
+        return 0
+    seen.add(id(o))
+    n = sys.getsizeof(o)
+    if isinstance(o, dict):
+        n += sum(deep(k, seen) + deep(v, seen) for k, v in o.items())
+    elif isinstance(o, (list, tuple, set, frozenset)):
+        n += sum(deep(x, seen) for x in o)
+    elif hasattr(o, "__dict__"):
+        n += deep(vars(o), seen)
+    return n
+SAMPLE = 200  # records measured per run, the rest scaled (a campaign's records are alike)
+records = sum(deep(r[:SAMPLE], set()) * len(r) / max(1, len(r[:SAMPLE])) for r in held)
+print(json.dumps({"cases": sum(map(len, held)), "import_s": t1 - t0, "read_s": t2 - t1, "held_mb": rss_mb() - before,
+                  "records_mb": records / 2**20}))
 """
 
 
@@ -249,24 +272,27 @@ def campaign(cache: Path, answer_chars: int, cases: int, models: int) -> dict[st
 
 
 def run(argv: list[str], env: dict[str, str], ok: tuple[int, ...] = (0,)) -> dict:
-    """One process: wall seconds, its peak RSS (MB) and its output."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    """One process: wall seconds, its peak RSS (MB) and its output. The peak is GNU time's ``%M``
+    (this script's own ``wait4`` would report at least its own size: Linux keeps a child's peak
+    across the fork and exec, and this process holds the campaign builder's imports)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r", encoding="utf-8") as peak:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.run([TIME, "-f", "%M", "-o", peak.name, *argv], stdout=out, stderr=err, env=env)
         seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0), err.seek(0)
         stdout, stderr = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
+        kb = peak.read().strip().splitlines()
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(argv[:4])} ... exited {proc.returncode}:\n{stdout[-2000:]}\n{stderr[-2000:]}")
-    return {"seconds": seconds, "peak_mb": usage.ru_maxrss / 1024, "rc": proc.returncode, "stdout": stdout, "stderr": stderr}
+    return {"seconds": seconds, "peak_mb": int(kb[-1]) / 1024, "rc": proc.returncode, "stdout": stdout, "stderr": stderr}
 
 
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+        if args.package_dir:  # the package as another tree holds it (the commands and the read-once process alike)
+            self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(args.package_dir).resolve()), os.environ.get("PYTHONPATH")]))
         exe = Path(sys.executable).with_name("clinconsensus-eval")
         self.cli = [str(exe)] if exe.exists() else [sys.executable, "-m", "clinconsensus_tasks.cli"]
         self.once_cache: dict[tuple[str, ...], dict] = {}
@@ -303,7 +329,7 @@ def measurements(bench: Bench, cases: int, models: int, camp: dict[str, list[Pat
         once = bench.read_once(files)
         got = bench.command(argv, ok, check)
         row = {"command": name, "framework": framework, "runs": len(files), "cases": cases, **got,
-               "read_once_s": once["seconds"], "read_once_mb": once["peak_mb"], "read_s": once["read_s"], "held_mb": once["held_mb"],
+               "read_once_s": once["seconds"], "read_once_mb": once["peak_mb"], "read_s": once["read_s"], "held_mb": once["held_mb"], "records_mb": once["records_mb"],
                "x_time": got["seconds"] / once["seconds"], "x_memory": got["peak_mb"] / once["peak_mb"]}
         rows.append(row)
         print(f"  {name:<22} {framework:<7} {row['runs']:>3} runs x {cases}: {got['seconds']:7.2f} s {got['peak_mb']:7.0f} MB "
@@ -315,7 +341,7 @@ def measurements(bench: Bench, cases: int, models: int, camp: dict[str, list[Pat
         assert len(checked) == len(runs_all), (len(checked), result["stdout"][-1000:])
 
     def report_check(result: dict) -> None:
-        info = json.loads(result["stdout"].strip().splitlines()[-1])
+        info = json.loads(result["stdout"])
         assert len(info["clinconsensus_runs"]) == len(runs_all) and not info["skipped"], info
 
     if first and "summarize" in wanted:
@@ -363,6 +389,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="processes per figure (median seconds, largest peak RSS)")
     parser.add_argument("--answer-chars", type=int, default=1500, help="the candidate's answer length, in characters")
     parser.add_argument("--cache", default="/tmp/campaign-bench", help="where the campaign is built and kept")
+    parser.add_argument("--package-dir", help="measure the package of this tree (put first on the children's PYTHONPATH; e.g. "
+                                              "`git archive COMMIT` extracted, with clinconsensus_tasks/scorers linked to its "
+                                              "scorers/), not the installed one; the campaign is built by the installed one")
     args = parser.parse_args()
     started = time.perf_counter()
     cache = Path(args.cache)
@@ -375,7 +404,8 @@ def main() -> None:
             return ""
 
     commit, dirty = git("log", "--oneline", "-1"), git("status", "--short")
-    print(f"commit {commit[:80]}{' (+ uncommitted changes)' if dirty else ''}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    print(f"commit {commit[:80]}{' (+ uncommitted changes)' if dirty else ''}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+          + (f"; the package measured is {args.package_dir}'s" if args.package_dir else ""))
 
     built = time.perf_counter()
     camps = {}
@@ -395,7 +425,7 @@ def main() -> None:
             camp = {k: v[:models] for k, v in camps[cases].items()}
             rows += measurements(bench, cases, models, camp, models == min(args.models))
 
-    header = "| command | framework | runs | cases per run | seconds | peak MB | x read-once time | x read-once memory | read once: s, MB (reads alone s, held MB) |"
+    header = "| command | framework | runs | cases per run | seconds | peak MB | x read-once time | x read-once memory | read once: s, peak MB (reads alone s; RSS left, records MB) |"
     print("\n" + header)
     print("|" + "---|" * header.count(" | ") + "---|")
     for r in rows:
@@ -403,7 +433,7 @@ def main() -> None:
         flag_m = "" if r["x_memory"] <= GOAL_MEMORY else " !"
         print(f"| {r['command']} | {r['framework']} | {r['runs']} | {r['cases']:,} | {r['seconds']:.2f} | {r['peak_mb']:.0f} | "
               f"{r['x_time']:.2f}{flag_t} | {r['x_memory']:.2f}{flag_m} | {r['read_once_s']:.2f}, {r['read_once_mb']:.0f} "
-              f"({r['read_s']:.2f}, {r['held_mb']:.0f}) |")
+              f"({r['read_s']:.2f}; {r['held_mb']:.0f}, {r['records_mb']:.0f}) |")
     print(f"(! over the goal: {GOAL_TIME}x read-once time, {GOAL_MEMORY}x read-once memory; floor {floor['seconds']:.2f} s, "
           f"{floor['peak_mb']:.0f} MB; median of {args.repeat})")
     print("\nGrowth:")
@@ -420,8 +450,8 @@ def main() -> None:
         print("report of 22 runs x 2,500 cases: not measured (--models 11 --cases 2500)")
     elapsed = time.perf_counter() - started
     print(f"\nelapsed {elapsed:.0f} s (building {built:.0f} s)")
-    keep = ("command", "framework", "runs", "cases", "seconds", "peak_mb", "x_time", "x_memory", "read_once_s", "read_once_mb", "read_s", "held_mb")
-    print(json.dumps({"commit": commit, "dirty": bool(dirty), "cpus": os.cpu_count(), "repeat": args.repeat, "answer_chars": args.answer_chars,
+    keep = ("command", "framework", "runs", "cases", "seconds", "peak_mb", "x_time", "x_memory", "read_once_s", "read_once_mb", "read_s", "held_mb", "records_mb")
+    print(json.dumps({"commit": commit, "dirty": bool(dirty), "package_dir": args.package_dir, "cpus": os.cpu_count(), "repeat": args.repeat, "answer_chars": args.answer_chars,
                       "floor": {k: round(v, 3) for k, v in floor.items() if k != "rc"},
                       "rows": [{k: (round(r[k], 3) if isinstance(r[k], float) else r[k]) for k in keep} for r in rows],
                       "report_22x2500_s": round(big[0]["seconds"], 2) if big else None, "elapsed_s": round(elapsed, 1)}))
