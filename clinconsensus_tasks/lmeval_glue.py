@@ -13,9 +13,12 @@ imports from here, never from the other benchmark. ``lm_eval`` indexes its ~14,0
 from __future__ import annotations
 
 import logging
+import sys
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
+
+from clinconsensus_tasks.scorers.means import mean, stderr_of_mean
 
 
 TASK_PREFIXES = ("clinconsensus", "climedbench")
@@ -41,6 +44,65 @@ def quiet_custom_dataset_hint() -> None:
         logger.addFilter(CustomDatasetHintFilter())
 
 
+def case_mean(items: Sequence[float]) -> float:
+    """The aggregation of every mean metric of the package's lm-eval tasks: an exactly rounded sum
+    over the cases divided by their count (``scorers.means.mean``), the float Inspect reports too,
+    and the same whatever order lm-eval hands the values in (one process, or several data-parallel
+    ranks gathered rank by rank, where lm-eval's own ``mean`` differs in the last digit)."""
+    return mean(items)
+
+
+def _with_case_mean_stderr(stderr_for_metric: Callable[..., Any]) -> Callable[..., Any]:
+    def stderr_for(metric: Callable[..., Any], bootstrap_iters: int) -> Any:
+        if metric is case_mean:  # lm-eval's closed form for its own mean, with order-free sums
+            return stderr_of_mean if bootstrap_iters > 0 else None
+        return stderr_for_metric(metric, bootstrap_iters)
+
+    stderr_for.__wrapped__ = stderr_for_metric  # type: ignore[attr-defined]
+    stderr_for.case_mean = True  # type: ignore[attr-defined]
+    return stderr_for
+
+
+def give_case_mean_its_stderr() -> None:
+    """Make lm-eval report ``<metric>_stderr`` for :func:`case_mean` as it does for its ``mean``.
+
+    lm-eval 0.4.13 picks a closed-form standard error by the identity of the aggregation function
+    (``lm_eval.api.metrics.stderr_for_metric``: its ``mean`` gets ``mean_stderr``, any other
+    function none). The lookup that ``evaluator_utils`` imported is wrapped so that
+    :func:`case_mean` gets the same statistic (``scorers.means.stderr_of_mean``); every other
+    function is answered by lm-eval's own lookup, unchanged. Called when the package's lm-eval glue
+    (``clinconsensus/lmeval_task.py``, ``climedbench/lmeval_task.py``) is imported: lm-eval
+    imports it while loading the package's YAMLs, before any aggregation. Idempotent.
+    """
+    for name in ("lm_eval.evaluator_utils", "lm_eval.api.metrics"):
+        module = sys.modules.get(name)
+        if module is None:
+            try:
+                module = __import__(name, fromlist=["stderr_for_metric"])
+            except ImportError:  # lm-eval is not installed: nothing to give a standard error to
+                return
+        current = getattr(module, "stderr_for_metric", None)
+        if current is not None and not getattr(current, "case_mean", False):
+            module.stderr_for_metric = _with_case_mean_stderr(current)
+
+
+def across_ranks(value: Any) -> list[Any]:
+    """``value`` from every rank of an lm-eval data-parallel run, in rank order (``[value]`` in one process).
+
+    Under ``accelerate launch`` or ``torchrun`` each rank filters (judges) only its share of the
+    cases; what must be decided as one process would decide it (the judge failure policy) is
+    decided on every rank's share. Every rank reaches this call once per task, in the same order
+    (lm-eval applies each task's filters on every rank). torch is not imported by this: a run
+    that did not start torch.distributed has one rank.
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized() or dist.get_world_size() < 2:
+        return [value]
+    out: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(out, value)
+    return out
+
+
 def first_responses(resps: Sequence[Any]) -> list[str]:
     """Each document's first response, as a string (lm-eval gives a list of ``repeats`` per doc)."""
     return [(r[0] if isinstance(r, (list, tuple)) and r else r) or "" for r in resps]
@@ -64,3 +126,4 @@ def simple_evaluate(tasks: list[str] | None = None, **kwargs: Any) -> dict:
 
     kwargs.setdefault("task_manager", task_manager(metadata=kwargs.get("metadata")))  # as lm_eval --metadata does
     return lm_eval.simple_evaluate(tasks=tasks or ["clinconsensus"], **kwargs)
+

@@ -33,11 +33,12 @@ from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILAR
 from clinconsensus_tasks.scorers.climedbench.variants import CLEAN, VariantSettings, ask_scenario, final_answer
 from clinconsensus_tasks.climedbench.similarity import configured_model, cosine_similarities
 from clinconsensus_tasks.climedbench.similarity import check_model
-from clinconsensus_tasks.lmeval_glue import first_responses, quiet_custom_dataset_hint
+from clinconsensus_tasks.lmeval_glue import case_mean, first_responses, give_case_mean_its_stderr, quiet_custom_dataset_hint  # noqa: F401 (case_mean: the YAMLs' aggregation)
 from clinconsensus_tasks.lmeval_run_check import RunCheckedTask
 
 
 quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here
+give_case_mean_its_stderr()  # <metric>_stderr for the YAMLs' case_mean, as for lm-eval's own mean
 
 
 def load_dataset(scenario: str, loglikelihood: bool = False, variant: str = CLEAN, perturbation: str | None = None,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import math
 import sys
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
@@ -37,7 +38,7 @@ from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, vis
 from clinconsensus_tasks.clinconsensus.logs import JUDGED_ANSWER
 from clinconsensus_tasks.clinconsensus.lmeval_judge import DOC_FIELD, LOCAL_GRADER, ClinConsensusTask, doc_field, docs_env, judge_mode, judge_prompt_of  # noqa: F401 (the YAMLs' class)
 from clinconsensus_tasks.judge.provenance import data_provenance, judge_provenance, jurors_provenance
-from clinconsensus_tasks.lmeval_glue import first_responses, quiet_custom_dataset_hint
+from clinconsensus_tasks.lmeval_glue import across_ranks, case_mean, first_responses, give_case_mean_its_stderr, quiet_custom_dataset_hint  # noqa: F401 (case_mean: the YAMLs' aggregation)
 from clinconsensus_tasks.scorers.agreement import Confusion
 from clinconsensus_tasks.scorers.clinconsensus.audience import LAY, PROFESSIONAL
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
@@ -45,9 +46,11 @@ from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, mean, sli
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_THRESHOLDS, case_terms
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, comparison_metrics
 from clinconsensus_tasks.scorers.clinconsensus.jury import panel_record
-from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import FailureTally
+from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase, failure_tally
 
 quiet_custom_dataset_hint()  # lm-eval's --metadata hint, once per task, is noise here
+give_case_mean_its_stderr()  # <metric>_stderr for the YAMLs' case_mean, as for lm-eval's own mean
 
 
 def extra_thresholds(value: Any, n: int) -> list[int]:
@@ -150,7 +153,13 @@ def _judge_all(resps: Sequence[Sequence[str]], docs: Sequence[dict], dual: bool)
     print(f"[clinconsensus] {sum(r.failures for r in records)} failed judgment(s) in the headline, "
           f"{sum(r.answer_empty for r in records)} empty answer(s) not sent to the judge, "
           f"{sum(1 for r in records if r.suspect)} suspect answer(s)", file=sys.stderr)
-    enforce_failure_policy(records, panel[0])  # every judge role's failures, as in Inspect
+    # Every judge role's failures, as in Inspect, over the whole run: in a data-parallel run each
+    # rank holds its share, and every rank decides on all ranks' tallies, so the run stops (on every
+    # rank, none left waiting) exactly when one process would stop.
+    tally = FailureTally()
+    for share in across_ranks(failure_tally(records)):
+        tally.add_tally(share)
+    enforce_failure_policy(records, panel[0], tally)
     prompt = prompt_record(template, mode)
     provenance: dict[str, Any] = {"provenance": jurors_provenance([(j.model, j.base_url) for j in panel], mode, prompt)}
     if local is not None:
@@ -164,8 +173,8 @@ def _judge_all(resps: Sequence[Sequence[str]], docs: Sequence[dict], dual: bool)
 
 @dataclass(frozen=True)
 class LmEvalMetric:
-    """One entry of the YAML's ``metric_list``: ``aggregation`` is lm-eval's builtin ``mean`` or
-    the name of a function in this module."""
+    """One entry of the YAML's ``metric_list``: ``aggregation`` names a function in this module
+    (``case_mean``, the order-free mean lm-eval gives a standard error, ``total``, ...)."""
 
     name: str
     aggregation: str
@@ -188,13 +197,13 @@ def metric_list(dual: bool = False) -> list[LmEvalMetric]:
     """Every metric the task reports, in the order of the results table, from the metric table
     (``scorers.clinconsensus.metric_table``); the YAMLs are generated from this list."""
     means = metric_table.mean_names()
-    out = [LmEvalMetric(name, "mean") for name in means]
+    out = [LmEvalMetric(name, "case_mean") for name in means]
     out += [LmEvalMetric(name, "total", False) for name in metric_table.count_names() if name not in metric_table.TOKEN_COUNTS]
     out += [LmEvalMetric(audience_metric(name, who), "slice_mean") for who in AUDIENCES for name in SLICED]
     out += [LmEvalMetric(metric_table.without_failed_name(name), "slice_mean") for name in metric_table.without_failed_names()]
     out += [LmEvalMetric(name, "total", False) for name in metric_table.TOKEN_COUNTS]  # what the judge(s) spent
     if dual:
-        out += [LmEvalMetric(f"local/{name}", "mean") for name in means]
+        out += [LmEvalMetric(f"local/{name}", "case_mean") for name in means]
         out.append(LmEvalMetric("local/judge_failures", "total", False))
         out += [LmEvalMetric(m_name, AGREEMENT[m_name], m.higher_is_better)
                 for m in metric_table.metrics_of(metric_table.AGREEMENT) for m_name in m.names()]
@@ -226,8 +235,8 @@ def process_results(doc: dict, results: Sequence[str]) -> dict[str, Any]:
 
 
 def total(items: Sequence[float]) -> float:
-    """A count over cases (judge failures, empty and truncated answers)."""
-    return float(sum(items))
+    """A count over cases (judge failures, empty and truncated answers), summed exactly."""
+    return math.fsum(items)
 
 
 def slice_mean(items: Sequence[float | None]) -> float:

@@ -36,6 +36,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ENV_FAILURE_THRESHOLD,
     ERROR_TRANSPORT,
     CircuitBreaker,
+    FailureTally,
     classify,
     parse_failure_share,
     status_code_of,
@@ -384,7 +385,8 @@ def resume_hint(settings: JudgeSettings) -> str:
             "reuse the model's answers too).")
 
 
-def enforce_failure_policy(records: Sequence[GradedCase], settings: JudgeSettings) -> None:
+def enforce_failure_policy(records: Sequence[GradedCase], settings: JudgeSettings, tally: FailureTally | None = None) -> None:
     """Raise ``JudgeFailureError`` when the run's failed judgments (both judges' in a dual run)
-    exceed the threshold."""
-    failure_tally(records).check(settings.failure_threshold, resume_hint(settings), ENV_FAILURE_THRESHOLD)
+    exceed the threshold. ``tally``: the whole run's, where ``records`` are one share of it (one
+    rank's in an lm-eval data-parallel run); by default the tally of ``records``."""
+    (tally or failure_tally(records)).check(settings.failure_threshold, resume_hint(settings), ENV_FAILURE_THRESHOLD)

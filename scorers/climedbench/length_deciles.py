@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
+from clinconsensus_tasks.scorers.means import mean
+
 DECILES = tuple(range(1, 11))
 
 
@@ -48,9 +50,9 @@ def decile_scores(rows: Iterable[tuple[str, int, float]]) -> dict[str, float]:
     out: dict[str, float] = {}
     per_decile: dict[int, list[float]] = {}
     for (code, decile), vals in sorted(values.items()):
-        mean = sum(vals) / len(vals)  # as lm-eval's mean over the same items in file order
-        out[f"{code}/{decile_metric(decile)}"] = mean
-        per_decile.setdefault(decile, []).append(mean)
+        value = mean(vals)  # the mean lm-eval's tasks aggregate with too, in any order of the items
+        out[f"{code}/{decile_metric(decile)}"] = value
+        per_decile.setdefault(decile, []).append(value)
     for decile in sorted(per_decile):
         out[decile_metric(decile)] = math.fsum(per_decile[decile]) / len(per_decile[decile])
     return out

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from clinconsensus_tasks.scorers.climedbench.choice import score_choice
 from clinconsensus_tasks.scorers.climedbench.ordering import score_order
 from clinconsensus_tasks.scorers.climedbench.rouge_zh import keyword_rouge1, tokenize
+from clinconsensus_tasks.scorers.means import mean
 
 CHOICE = "choice"
 ORDER = "order"
@@ -141,12 +142,12 @@ def summarize(per_item: Iterable[tuple[str, float, bool]]) -> dict[str, float]:
     codes = [c for c in SCENARIOS if c in values]
     for code in codes:
         scenario = SCENARIOS[code]
-        # A plain sum in item order divided by the count: what lm-eval's own ``mean`` computes over
-        # the same items in the same (file) order, so both frameworks agree to the last bit.
-        scores[code] = sum(values[code]) / len(values[code])
+        # The exactly rounded mean lm-eval's tasks aggregate with too (``scorers.means``): both
+        # frameworks agree to the last bit, whatever the order of the items.
+        scores[code] = mean(values[code])
         out[f"{code}/{scenario.metric}"] = scores[code]
         out[f"{code}/score"] = scores[code]
-        out[f"{code}/parse_failure"] = sum(failures[code]) / len(failures[code])
+        out[f"{code}/parse_failure"] = mean(failures[code])
     for dim in DIMENSIONS:
         members = [scores[c] for c in codes if SCENARIOS[c].dimension == dim]
         if members:

@@ -14,16 +14,16 @@ Every metric is computed as the mean of a per-case term (``metric_table.case_ter
 reported metric is named once): ``met / judged``,
 the Pass@k indicator, the CACS@k term. Every case has the same N criteria (the loaders refuse any
 other count), so the mean of ``met / judged`` is total met / total judged. Defining each metric as
-a mean of per-case values is what lets lm-eval aggregate them with its own ``mean`` and compute a
-standard error, and the mean here (:func:`mean`, a plain sum in case order divided by the count)
-is computed exactly as lm-eval's is, so both frameworks give the same float to the last digit.
+a mean of per-case values is what lets lm-eval aggregate them and compute a standard error; the
+mean (``scorers.means.mean``, an exactly rounded sum divided by the count) is the one lm-eval's
+tasks aggregate with too, so both frameworks give the same float to the last digit, whatever the
+order of the cases (one process or several data-parallel ranks).
 
 All values are fractions in [0, 1]. Breakdowns slice the same statistics by case attributes.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -38,6 +38,7 @@ from clinconsensus_tasks.scorers.clinconsensus.metric_table import (
     without_failed_name,
     without_failed_names,
 )
+from clinconsensus_tasks.scorers.means import mean, stderr_of_mean  # noqa: F401  (the metrics' mean, re-exported)
 
 
 @dataclass(frozen=True)
@@ -80,22 +81,6 @@ def parse_thresholds(value: Any, n_criteria: int = DEFAULT_N_CRITERIA, name: str
     if not ks or any(not 1 <= k <= n_criteria for k in ks):
         raise ValueError(f"{name}={value!r}: give one or more k with 1 <= k <= {n_criteria}")
     return tuple(dict.fromkeys(ks))
-
-
-def mean(values: Sequence[float]) -> float:
-    """Sum in the given order divided by the count, as lm-eval's ``mean`` aggregation computes it
-    (0.0 for no values)."""
-    return sum(values) / len(values) if values else 0.0
-
-
-def stderr_of_mean(values: Sequence[float]) -> float:
-    """Standard error of the mean with the sample standard deviation (n - 1), as lm-eval's
-    ``mean_stderr`` computes it; NaN for fewer than two values."""
-    n = len(values)
-    if n < 2:
-        return float("nan")
-    mu = mean(values)
-    return math.sqrt(sum((x - mu) ** 2 for x in values) / (n - 1)) / math.sqrt(n)
 
 
 def pass_at_k(met_counts: Sequence[int], k: int) -> float:

@@ -187,7 +187,7 @@ def metric_list(scenario: Scenario) -> list[dict[str, Any]]:
     return [
         {
             "metric": m.name.format(metric=scenario.metric),
-            "aggregation": "mean",
+            "aggregation": Function(f"{LMEVAL_GLUE}.case_mean"),  # order-free; lm-eval's stderr kept
             "higher_is_better": m.higher_is_better,
         }
         for m in ITEM_METRICS

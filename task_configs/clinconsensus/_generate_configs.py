@@ -29,7 +29,8 @@ SINGLE = """\
 #   CLINCONSENSUS_JUDGE_API_KEY, CLINCONSENSUS_JUDGE_CONCURRENCY, CLINCONSENSUS_JUDGE_MODE,
 #   CLINCONSENSUS_CACHE_DIR (see the README).
 # Metric values are fractions, except the counts (*_answers, judge_failures, judge_*_tokens). Rubric accuracy,
-# Pass@k and CACS@k are means of per-case values, so lm-eval reports their standard errors.
+# Pass@k and CACS@k are means of per-case values (case_mean: an exactly rounded sum, the same in any
+# order of the cases), so lm-eval reports their standard errors.
 # Every metric is named once, in scorers/clinconsensus/metric_table.py.
 # Other thresholds: --metadata '{{"thresholds": [5, 8]}}'. Breakdowns by subject, task label and
 # difficulty: `clinconsensus-eval summarize <samples file>`.
@@ -77,11 +78,7 @@ def metric_block(dual: bool) -> str:
 
     lines = ["metric_list:"]
     for m in metric_list(dual):
-        aggregation = (
-            m.aggregation
-            if m.aggregation == "mean"
-            else f"!function {GLUE}.{m.aggregation}"
-        )
+        aggregation = f"!function {GLUE}.{m.aggregation}"
         lines += [
             f"  - metric: {m.name}",
             f"    aggregation: {aggregation}",

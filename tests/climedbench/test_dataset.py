@@ -110,13 +110,14 @@ def test_summarize_scenarios_dimensions_and_overall():
     assert out["dimension/information_retrieval"] == 0.25 and "dimension/toxicity" not in out
     assert out["score"] == pytest.approx((0.5 + 1.0 - 0.25 + 0.25) / 4)
     assert out["parse_failure"] == pytest.approx(0.5 / 4)
-    # The mean adds the items in the order given, exactly as lm-eval's own mean does, so the two
-    # frameworks (same items, same file order) agree to the last bit, even where float addition
-    # loses digits.
-    from lm_eval.api.metrics import mean as lmeval_mean
+    # The mean is the one lm-eval's tasks aggregate with (case_mean): an exactly rounded sum, so
+    # the items' order (file order, data-parallel ranks) cannot change it where float addition
+    # one by one loses digits (a plain sum gives 0.25 or 0.5 for these, by order).
+    from clinconsensus_tasks.lmeval_glue import case_mean
 
-    tiny = [("KE", v, True) for v in (1e16, 1.0, -1e16, 1.0)]
-    assert summarize(tiny)["KE/rouge1"] == lmeval_mean([1e16, 1.0, -1e16, 1.0]) == 0.25
+    for values in ((1e16, 1.0, -1e16, 1.0), (1.0, 1.0, 1e16, -1e16), (1e16, -1e16, 1.0, 1.0)):
+        assert summarize([("KE", v, True) for v in values])["KE/rouge1"] == case_mean(values) == 0.5
+    assert sum((1e16, 1.0, -1e16, 1.0)) / 4 == 0.25  # what the order-dependent sum gave
 
 
 def test_scenario_selection():

@@ -61,23 +61,30 @@ def test_task_metrics_are_what_process_results_returns():
         for decile in range(1, 11):  # each document reports its own decile, one of those listed
             reported = list(lmeval_metrics(score_item(scenario.code, item, "", cosine=0.0, length_decile=decile)))
             assert reported == list(lmeval_metrics(result)) + [f"length_decile_{decile}"], scenario.code
-        assert {m["aggregation"] for m in config["metric_list"]} == {"mean"}
+        assert {m["aggregation"] for m in config["metric_list"]} == {"clinconsensus_tasks.climedbench.lmeval_task.case_mean"}
 
 
 @pytest.mark.slow
-def test_lm_eval_uses_its_builtin_mean_for_every_metric(monkeypatch, similarity_model_dir):
+def test_lm_eval_aggregates_every_metric_with_the_order_free_mean_and_reports_its_stderr(monkeypatch, similarity_model_dir):
     # Loading the WTD task checks its similarity model before any generation: give it one that loads.
     monkeypatch.setenv("CLIMEDBENCH_SIMILARITY_MODEL", str(similarity_model_dir))
-    from lm_eval.api.metrics import mean, stderr_for_metric
+    from lm_eval import evaluator_utils
+    from lm_eval.api.metrics import mean, mean_stderr, nanmean
 
-    from clinconsensus_tasks.lmeval_glue import task_manager
+    from clinconsensus_tasks.lmeval_glue import case_mean, task_manager
+    from clinconsensus_tasks.scorers.means import stderr_of_mean
 
     tasks = task_manager().load([s.task_name for s in SCENARIOS.values()])["tasks"]
     for scenario in SCENARIOS.values():
         aggregations = tasks[scenario.task_name].aggregation()
         assert set(aggregations) == {scenario.metric, "score", "parse_failure", *(f"length_decile_{d}" for d in range(1, 11))}
-        assert all(fn is mean for fn in aggregations.values()), scenario.code
-    assert stderr_for_metric(mean, bootstrap_iters=1) is not None  # what makes lm-eval add <metric>_stderr
+        assert all(fn is case_mean for fn in aggregations.values()), scenario.code
+    # The lookup lm-eval's aggregation step calls (evaluator_utils) gives case_mean the closed form
+    # of a mean's standard error, and answers every other function as lm-eval does.
+    lookup = evaluator_utils.stderr_for_metric
+    assert lookup(case_mean, bootstrap_iters=1) is stderr_of_mean and lookup(case_mean, bootstrap_iters=0) is None
+    assert lookup(mean, bootstrap_iters=1) is mean_stderr and lookup(max, bootstrap_iters=1) is None
+    assert lookup(nanmean, bootstrap_iters=5) is not None and lookup.__wrapped__.__module__ == "lm_eval.api.metrics"
 
 
 def test_the_wheel_packages_every_yaml():

@@ -9,6 +9,8 @@ input-length decile; ``clinconsensus-eval robustness`` pairs a clean and a pertu
 
 from __future__ import annotations
 
+import math
+
 import json
 
 import pytest
@@ -173,8 +175,8 @@ def test_cot_reads_the_answer_after_the_reasoning_in_both_frameworks(fake_server
             assert metrics[f"{code}/{name}"] == want[f"{code}/{name}"], (code, name)
             if SCENARIOS[code].metric == "accuracy" or name == "parse_failure":  # 0/1 values: exact in any order
                 assert lm[f"{name},answer"] == want[f"{code}/{name}"], (code, name)
-            else:  # lm-eval's built-in mean adds in document order, as the core's mean does
+            else:  # lm-eval aggregates with the core's mean: the exactly rounded sum, in any order
                 values = [d[name] for d in sorted(results["samples"][task], key=lambda d: d["doc_id"])]
-                assert lm[f"{name},answer"] == sum(values) / len(values) == want[f"{code}/{name}"], (code, name)
+                assert lm[f"{name},answer"] == math.fsum(values) / len(values) == want[f"{code}/{name}"], (code, name)
     # Some answers never close their reasoning block: reported as parse failures, not read.
     assert sum(metrics[f"{c}/parse_failure"] for c in codes) > 0

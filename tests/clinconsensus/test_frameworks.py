@@ -41,9 +41,12 @@ def test_both_frameworks_report_identical_metrics(fake_server, tmp_path):
     # The audience breakdown is in both results and equal to the last bit.
     for key in ("cacs@10(audience=lay)", "cacs@7(audience=professional)", "rubric_accuracy(audience=lay)"):
         assert inspect_metrics[key] == lmeval_metrics[key]
-    # Standard errors: lm-eval computes them itself from the per-case values (its own mean's
-    # closed form); Inspect's metric computes the same formula. Equal, and equal to the formula.
+    # Standard errors: lm-eval computes them itself from the per-case values (its closed form for a
+    # mean, given to the tasks' order-free case_mean); Inspect's metric computes the same formula.
+    # Equal, equal to the formula with exactly rounded sums, and lm-eval's own mean_stderr's statistic.
     from lm_eval.api.metrics import mean_stderr
+
+    from clinconsensus_tasks.scorers.means import stderr_of_mean
 
     from clinconsensus_tasks.clinconsensus.dataset import load_cases
     from clinconsensus_tasks.stand_in import candidate_answer, oracle_verdict
@@ -51,7 +54,9 @@ def test_both_frameworks_report_identical_metrics(fake_server, tmp_path):
 
     terms = [case_terms(sum(oracle_verdict(candidate_answer(c.question), t) for _, t in c.rubrics), 30) for c in load_cases("sample").cases]
     for name in ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10"):
-        assert inspect_metrics[f"{name}_stderr"] == lmeval_metrics[f"{name}_stderr"] == mean_stderr([t[name] for t in terms]), name
+        values = [t[name] for t in terms]
+        assert inspect_metrics[f"{name}_stderr"] == lmeval_metrics[f"{name}_stderr"] == stderr_of_mean(values), name
+        assert lmeval_metrics[f"{name}_stderr"] == pytest.approx(mean_stderr(values), rel=1e-12, abs=0), name
     assert lmeval_metrics["cacs@10_stderr"] > 0
     # 12 cases, 30 criteria each: one judge call per criterion, one candidate call per case.
     # One test request to the judge before anything is generated.

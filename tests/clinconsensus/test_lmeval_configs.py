@@ -23,10 +23,10 @@ def test_committed_yamls_are_what_the_generator_writes():
         assert (CONFIGS / name).read_text(encoding="utf-8") == text, f"{name} is stale: run {CONFIGS / '_generate_configs.py'}"
 
 
-def test_headline_metrics_use_lmevals_own_mean():
+def test_headline_metrics_use_the_order_free_mean():
     aggregations = {m.name: m.aggregation for m in metric_list(dual=True)}
     for name in ("rubric_accuracy", "pass@7", "pass@10", "cacs@7", "cacs@10", "local/cacs@10"):
-        assert aggregations[name] == "mean"
+        assert aggregations[name] == "case_mean"
     assert aggregations["judge_failures"] == "total" and aggregations["cacs@10(audience=lay)"] == "slice_mean"
     assert aggregations["agreement/kappa"] == "agreement_kappa"
 
