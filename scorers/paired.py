@@ -26,6 +26,7 @@ Plain numpy, no framework: ``clinconsensus_tasks.report.compare_models`` feeds t
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from itertools import product
 from typing import Sequence
@@ -94,36 +95,107 @@ def difference(cols: PairedColumns) -> float:
     return float(c[0] - b[0])
 
 
+# Resamples (or swap patterns) scored at a time: bounds the (rows, cases) float array of one chunk
+# (8 bytes a value: 20 MB at 2,500 cases) whatever the number of resamples.
+_ROWS = 1000
+
+
+def _by_stratum(values: np.ndarray, strata: np.ndarray, count: int) -> np.ndarray:
+    """(cases, strata): each case's value in its stratum's column, 0 elsewhere; a (rows, cases)
+    matrix of weights times this is each row's per-stratum sum, one matrix product."""
+    out = np.zeros((values.size, count))
+    out[np.arange(values.size), strata] = values
+    return out
+
+
+def _ratio_of_sums(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
+    """Mean over strata (columns) of top / bottom; a stratum whose bottom is 0 contributes 0."""
+    return np.mean(np.divide(top, bottom, out=np.zeros_like(top), where=bottom != 0), axis=1)
+
+
+def _codes(strata: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each case's stratum as 0..S-1 (in the order of the codes given), and S."""
+    labels, codes = np.unique(strata, return_inverse=True)
+    return codes.reshape(-1), int(labels.size)
+
+
+@functools.lru_cache(maxsize=2)
+def _bootstrap_counts(strata_key: bytes, resamples: int, seed: int) -> np.ndarray:
+    """(resamples, cases): how often each case is drawn in each resample, within its stratum.
+
+    The draws are numpy's ``default_rng(seed)``: per stratum in order, ``integers(0, size)`` for
+    every resample and member, drawn a chunk of resamples at a time (the same numbers as drawing
+    them at once). Every metric of one comparison (same cases, strata and seed) reuses them, so they
+    are drawn once; kept as small integers, read-only."""
+    strata = np.frombuffer(strata_key, dtype=int)
+    rng = np.random.default_rng(seed)
+    largest = max(int(np.bincount(strata).max()), 1) if strata.size else 1
+    counts = np.zeros((resamples, strata.size), dtype=np.int16 if largest < 2**15 else np.int32)
+    for s in np.unique(strata):
+        members = np.flatnonzero(strata == s)
+        m = members.size
+        for start in range(0, resamples, _ROWS):
+            rows = min(_ROWS, resamples - start)
+            draw = rng.integers(0, m, size=(rows, m))
+            tally = np.bincount((np.arange(rows)[:, None] * m + draw).ravel(), minlength=rows * m).reshape(rows, m)
+            counts[start:start + rows, members] = tally
+    counts.flags.writeable = False
+    return counts
+
+
 def paired_bootstrap(cols: PairedColumns, resamples: int = 10_000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
     """Percentile interval of candidate - baseline, resampling cases (within strata) with replacement.
 
-    The same resampled cases score both runs, which is what makes it paired. Deterministic for a
-    given ``seed`` (numpy ``default_rng``).
+    The same resampled cases score both runs, which is what makes it paired. A resample is a vector
+    of case counts (how often each case was drawn), so its per-stratum sums of both runs are one
+    matrix product with the per-case values. Deterministic for a given ``seed`` (numpy
+    ``default_rng``); the draws are shared by the metrics of one comparison.
     """
     if cols.n == 0:
         raise ValueError("no paired cases to resample")
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
-    rng = np.random.default_rng(seed)
-    index = np.empty((resamples, cols.n), dtype=int)
-    for s in np.unique(cols.strata):
-        members = np.flatnonzero(cols.strata == s)
-        index[:, members] = members[rng.integers(0, members.size, size=(resamples, members.size))]
-    # Strata are kept in place (index column j always draws from the stratum of case j).
-    b = _stratified_ratio(cols.baseline_num[index], cols.baseline_den[index], cols.strata)
-    c = _stratified_ratio(cols.candidate_num[index], cols.candidate_den[index], cols.strata)
+    strata, count = _codes(cols.strata)
+    counts = _bootstrap_counts(np.ascontiguousarray(cols.strata, dtype=int).tobytes(), resamples, seed)
+    columns = np.hstack([_by_stratum(v, strata, count) for v in (cols.baseline_num, cols.baseline_den, cols.candidate_num, cols.candidate_den)])
+    diffs = np.empty(resamples)
+    for start in range(0, resamples, _ROWS):
+        sums = counts[start:start + _ROWS].astype(float) @ columns
+        bn, bd, cn, cd = np.split(sums, 4, axis=1)
+        diffs[start:start + _ROWS] = _ratio_of_sums(cn, cd) - _ratio_of_sums(bn, bd)
     tail = 100 * (1 - level) / 2
-    lo, hi = np.percentile(c - b, [tail, 100 - tail])
+    lo, hi = np.percentile(diffs, [tail, 100 - tail])
     return float(lo), float(hi)
 
 
 def _swapped_differences(cols: PairedColumns, swap: np.ndarray) -> np.ndarray:
-    """Candidate - baseline for each row of ``swap`` (draws, cases): True swaps that case's runs."""
-    bn = np.where(swap, cols.candidate_num, cols.baseline_num)
-    bd = np.where(swap, cols.candidate_den, cols.baseline_den)
-    cn = np.where(swap, cols.baseline_num, cols.candidate_num)
-    cd = np.where(swap, cols.baseline_den, cols.candidate_den)
-    return _stratified_ratio(cn, cd, cols.strata) - _stratified_ratio(bn, bd, cols.strata)
+    """Candidate - baseline for each row of ``swap`` (draws, cases): True swaps that case's runs.
+
+    A swap moves the case's values from one run to the other, so each run's per-stratum sums are
+    its own sums plus the swap pattern times the per-case differences: one matrix product."""
+    strata, count = _codes(cols.strata)
+    own = [_by_stratum(v, strata, count).sum(axis=0) for v in (cols.baseline_num, cols.baseline_den, cols.candidate_num, cols.candidate_den)]
+    moves = np.hstack([_by_stratum(v, strata, count) for v in (cols.candidate_num - cols.baseline_num, cols.candidate_den - cols.baseline_den)])
+    out = np.empty(swap.shape[0])
+    for start in range(0, swap.shape[0], _ROWS):
+        gained_num, gained_den = np.split(swap[start:start + _ROWS].astype(float) @ moves, 2, axis=1)
+        b = _ratio_of_sums(own[0] + gained_num, own[1] + gained_den)
+        c = _ratio_of_sums(own[2] - gained_num, own[3] - gained_den)
+        out[start:start + _ROWS] = c - b
+    return out
+
+
+@functools.lru_cache(maxsize=2)
+def _swap_patterns(n: int, permutations: int, seed: int) -> tuple[np.ndarray, ...]:
+    """The random swap patterns of :func:`paired_permutation`, drawn in chunks of 2,000: the same
+    for every metric of one comparison, so drawn once (one byte a case each), read-only."""
+    rng = np.random.default_rng(seed)
+    chunks = []
+    for start in range(0, permutations, 2000):
+        chunk = rng.random((min(2000, permutations - start), n)) < 0.5
+        chunk.flags.writeable = False
+        chunks.append(chunk)
+    return tuple(chunks)
 
 
 def paired_permutation(cols: PairedColumns, permutations: int = 10_000, seed: int = 0) -> tuple[float, bool]:
@@ -141,10 +213,8 @@ def paired_permutation(cols: PairedColumns, permutations: int = 10_000, seed: in
         swap = np.array(list(product((False, True), repeat=cols.n)), dtype=bool)
         hits = int(np.sum(np.abs(_swapped_differences(cols, swap)) >= observed - _TIE))
         return hits / swap.shape[0], True
-    rng = np.random.default_rng(seed)
     hits = 0
-    for start in range(0, permutations, 2000):  # chunks bound memory for large runs
-        swap = rng.random((min(2000, permutations - start), cols.n)) < 0.5
+    for swap in _swap_patterns(cols.n, permutations, seed):
         hits += int(np.sum(np.abs(_swapped_differences(cols, swap)) >= observed - _TIE))
     return (1 + hits) / (1 + permutations), False
 
