@@ -46,7 +46,8 @@ commit 143223f (before issue 47's fixes) and about 7 after its first (each log r
 campaign cached; building it the first time adds about 2 minutes. ``--models 2 11`` adds the
 campaign commands (strict, report) on 22 runs per size: 22 minutes more at 143223f, and about 5
 minutes of building the first time. ``--package-dir`` measures another tree's package against the
-same campaign (a before and an after).
+same campaign (a before and an after). At ec25fe2, ``--models 2 11`` took 5.5 minutes, the
+campaign cached (docs/performance.md has the table).
 The last line printed is one JSON object.
 """
 
