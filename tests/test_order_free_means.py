@@ -8,6 +8,7 @@ metrics' mean (scorers.means) sums exactly; the lm-eval glue aggregates with it 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from fractions import Fraction
 
 from clinconsensus_tasks.scorers.clinconsensus.cacs import headline_means, headline_stderrs
@@ -36,3 +37,18 @@ def test_the_rank_by_rank_order_of_two_ranks_gives_the_one_process_figures():
     assert headline_stderrs(two_ranks) == headline_stderrs(cases)
     values = [c.met / 30 for c in cases]
     assert stderr_of_mean(values[::-1]) == stderr_of_mean(values)
+
+
+def test_the_failure_policy_counts_each_share_of_the_cases_once():
+    # Data-parallel ranks hold disjoint shares: their tallies add up. Ranks that each judged every
+    # case (a tensor-parallel launcher, where lm-eval gives every rank all documents) count once.
+    from clinconsensus_tasks.clinconsensus.lmeval_task import run_tally, share_key
+    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import FailureTally
+
+    docs = [{"case_id": f"C{i}"} for i in range(6)]
+    even, odd, every = share_key(docs[0::2]), share_key(docs[1::2]), share_key(docs)
+    assert len({even, odd, every}) == 3
+    a, b = FailureTally(90, 5, Counter({"unreadable": 5})), FailureTally(90, 2, Counter({"unreadable": 2}))
+    assert run_tally([(even, a), (odd, b)]) == FailureTally(180, 7, Counter({"unreadable": 7}))
+    assert run_tally([(every, a), (every, a)]) == FailureTally(90, 5, Counter({"unreadable": 5}))
+    assert run_tally([(even, a)]) == a

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import json
 import math
 import sys
@@ -156,16 +157,28 @@ def _judge_all(resps: Sequence[Sequence[str]], docs: Sequence[dict], dual: bool)
     # Every judge role's failures, as in Inspect, over the whole run: in a data-parallel run each
     # rank holds its share, and every rank decides on all ranks' tallies, so the run stops (on every
     # rank, none left waiting) exactly when one process would stop.
-    tally = FailureTally()
-    for share in across_ranks(failure_tally(records)):
-        tally.add_tally(share)
-    enforce_failure_policy(records, panel[0], tally)
+    enforce_failure_policy(records, panel[0], run_tally(across_ranks((share_key(docs), failure_tally(records)))))
     prompt = prompt_record(template, mode)
     provenance: dict[str, Any] = {"provenance": jurors_provenance([(j.model, j.base_url) for j in panel], mode, prompt)}
     if local is not None:
         provenance["local_provenance"] = judge_provenance(local.model, local.base_url, mode, prompt)
     # Each record carries the answer the judge saw (thinking removed unless asked), as Inspect's score does.
     return [json.dumps({**_noted(r, v).to_dict(), JUDGED_ANSWER: v.text, **provenance}, ensure_ascii=False) for r, v in zip(records, seen)]
+
+
+def share_key(docs: Sequence[dict]) -> str:
+    """What names one rank's share of the cases: the sha256 of its case ids, in order."""
+    return hashlib.sha256("\n".join(str(d.get("case_id")) for d in docs).encode("utf-8")).hexdigest()
+
+
+def run_tally(shares: Sequence[tuple[str, FailureTally]]) -> FailureTally:
+    """The whole run's tally from every rank's ``(share_key, tally)``: distinct shares added, a share
+    that several ranks hold counted once (under a tensor-parallel launcher every rank judges every
+    case, and the run's count is one rank's, not their sum)."""
+    tally = FailureTally()
+    for _, share in dict(reversed(shares)).items():  # the first rank holding each share
+        tally.add_tally(share)
+    return tally
 
 
 # -- 4. per-case values and aggregations ---------------------------------------------------------
