@@ -25,7 +25,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from clinconsensus_tasks import settings_table
+from clinconsensus_tasks.clinconsensus import settings
+from clinconsensus_tasks.lmeval_glue import case_mean
 from clinconsensus_tasks.lmeval_run_check import RunCheckedTask
+from clinconsensus_tasks.scorers.clinconsensus import metric_table
 
 LOCAL_GRADER = settings_table.LOCAL_GRADER
 METADATA_KEYS = settings_table.metadata_keys()  # --metadata key -> the environment variable it stands for
@@ -93,6 +96,22 @@ def check_judges(env: Mapping[str, str], dual: bool) -> None:
 
 class ClinConsensusTask(RunCheckedTask):
     """lm-eval's configurable task; a run checks its judge(s) first and names them in ``metadata.judge``."""
+
+    def aggregation(self) -> dict:
+        """The YAML's aggregations, and :func:`case_mean` for the Pass@k and CACS@k of thresholds
+        given in ``--metadata '{"thresholds": [5]}'`` (which the YAML cannot list: lm-eval would
+        warn and aggregate them with its own ``mean``, whose sum depends on the order of the cases)."""
+        return {**{name: case_mean for name in self._metadata_means()}, **super().aggregation()}
+
+    def higher_is_better(self) -> dict:
+        return {**dict.fromkeys(self._metadata_means(), True), **super().higher_is_better()}
+
+    def _metadata_means(self) -> list[str]:
+        value = (self.config.metadata or {}).get("thresholds")
+        if value in (None, "", []):
+            return []
+        env = settings_table.merged_env(settings_table.given_settings(dict(self.config.metadata or {})))
+        return metric_table.mean_names(settings.thresholds(value, settings.n_criteria_from_env(env)))
 
     def before_run(self) -> None:
         metadata = dict(self.config.metadata or {})

@@ -322,8 +322,16 @@ def test_thresholds_are_a_task_parameter_in_both_frameworks(fake_server, tmp_pat
         model_args={"model": "cand-model", "base_url": f"{fake_server.base_url}/chat/completions"},
         apply_chat_template=True,
     )["results"]["clinconsensus"]
-    assert inspect_metrics["pass@5"] == pytest.approx(results["pass@5,judge"], abs=1e-15)
-    assert inspect_metrics["cacs@5"] == pytest.approx(results["cacs@5,judge"], abs=1e-15)
+    # A --metadata threshold's metrics are aggregated as the YAML's are (case_mean, its stderr; not
+    # lm-eval's fallback mean with a warning): the same float as Inspect's.
+    assert inspect_metrics["pass@5"] == results["pass@5,judge"]
+    assert inspect_metrics["cacs@5"] == results["cacs@5,judge"]
+    assert inspect_metrics["cacs@5_stderr"] == results["cacs@5_stderr,judge"]
+    from clinconsensus_tasks.lmeval_glue import case_mean
+
+    task = task_manager(metadata={"thresholds": [5]}).load(["clinconsensus"])["tasks"]["clinconsensus"]
+    assert task.aggregation()["cacs@5"] is task.aggregation()["pass@5"] is task.aggregation()["cacs@10"] is case_mean
+    assert task.higher_is_better()["cacs@5"] is True
     assert inspect_metrics["cacs@7"] == results["cacs@7,judge"] == expected_metrics()["cacs@7"]
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
 
