@@ -187,7 +187,8 @@ def metric_list(scenario: Scenario) -> list[dict[str, Any]]:
     return [
         {
             "metric": m.name.format(metric=scenario.metric),
-            "aggregation": Function(f"{LMEVAL_GLUE}.case_mean"),  # order-free; lm-eval's stderr kept
+            # order-free (an exactly rounded sum); lm-eval still reports its stderr
+            "aggregation": Function(f"{LMEVAL_GLUE}.case_mean"),
             "higher_is_better": m.higher_is_better,
         }
         for m in ITEM_METRICS
