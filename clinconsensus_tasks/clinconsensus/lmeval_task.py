@@ -175,8 +175,11 @@ def run_tally(shares: Sequence[tuple[str, FailureTally]]) -> FailureTally:
     """The whole run's tally from every rank's ``(share_key, tally)``: distinct shares added, a share
     that several ranks hold counted once (under a tensor-parallel launcher every rank judges every
     case, and the run's count is one rank's, not their sum)."""
+    distinct: dict[str, FailureTally] = {}
+    for key, share in shares:
+        distinct.setdefault(key, share)
     tally = FailureTally()
-    for _, share in dict(reversed(shares)).items():  # the first rank holding each share
+    for share in distinct.values():
         tally.add_tally(share)
     return tally
 
