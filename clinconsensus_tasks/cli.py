@@ -4,7 +4,7 @@
   judge (no endpoint needed): both benchmarks, every installed framework, the report.
 * ``summarize LOG...``: headline metrics and breakdowns (difficulty, subject, task label,
   audience) recomputed from an Inspect log or an lm-eval sample file, with any thresholds;
-  ``--strict``: the release gate (see ``report.release_gate``), exit 1 unless every run is a release run.
+  ``--strict``: the release gate (see ``gates.release``), exit 1 unless every run is a release run.
 * ``validate [DATA]``: validate a ClinConsensus data file (or ``sample``/``hub``) and print counts;
   ``validate --release FILE`` applies the public release's own checks.
 * ``export-official LOG...``: verdicts as ``<model>_judge.json`` files for the official scorer.
@@ -16,12 +16,12 @@
   several models (see ``report``).
 * ``estimate [DATA]``: judge calls and tokens of a run before it starts (see ``commands.estimate``).
 * ``audit LOG``: an API judge grades a stratified sample of a local judge's run (see ``commands.audit``).
-* ``compare-models BASELINE CANDIDATE``: the regression gate (see ``report.compare_models``).
+* ``compare-models BASELINE CANDIDATE``: the regression gate (see ``gates.regression``).
 * ``robustness CLEAN_RUN VARIANT_RUN``: CliMedBench's score drop under a variant (perturbed, NOTA,
   CoT), per scenario and overall, items paired, with paired bootstrap intervals.
 * ``compare``, ``agreement``, ``rescore``, ``export-sft``: judge agreement (two judges or two judge
   modes; judges against human labels), re-grading stored answers with another judge or mode, and
-  SFT data for training a local judge (see ``commands.tools``).
+  SFT data for training a local judge (see ``commands.compare``, ``commands.rescore``, ``commands.export_sft``).
 """
 
 from __future__ import annotations
@@ -56,31 +56,32 @@ def plain(text: str) -> str:
 
 
 def commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]]:
-    """Every command, one registration each: (name, help, its arguments, its work). The commands of
-    ``commands/`` are a module each (``add_arguments``, ``main``); the others live with what they run."""
-    from clinconsensus_tasks import demo
+    """Every command, one registration each: (name, help, its arguments, its work), each a module
+    of ``commands/`` with ``add_arguments`` and ``main``."""
     from clinconsensus_tasks.commands import (
         agreement,
         audit,
         cat,
         compare,
+        compare_models,
+        demo,
         estimate,
         export_official,
         export_sft,
         include_path,
+        report,
         rescore,
         review,
         robustness,
+        serve_stand_in,
         summarize,
         train_simcse,
         validate,
     )
-    from clinconsensus_tasks.report import compare_models, html_report
-    from clinconsensus_tasks import stand_in
 
     return [
         ("demo", "run both benchmarks in every installed framework against a built-in stand-in model and judge "
-                 "(no endpoint needed), write the report and print the commands for a real model", demo.add_demo_arguments, demo.main_demo),
+                 "(no endpoint needed), write the report and print the commands for a real model", demo.add_arguments, demo.main),
         ("summarize", "ClinConsensus metrics and breakdowns from Inspect logs or lm-eval sample files", summarize.add_arguments, summarize.main),
         ("validate", "validate a ClinConsensus data file and print its counts", validate.add_arguments, validate.main),
         ("export-official", "verdicts as <model>_judge.json files for the official eval_cacs.py", export_official.add_arguments,
@@ -95,14 +96,14 @@ def commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None]
         ("robustness", "CliMedBench: paired score drop of a variant run (perturbed, nota, cot) against a clean run", robustness.add_arguments,
          robustness.main),
         ("report", "one self-contained HTML report with charts (and report.md) from the logs of several models",
-         html_report.add_report_arguments, html_report.main_report),
+         report.add_arguments, report.main),
         ("compare-models", "regression gate: two runs case by case, paired intervals and p-values, exit 1 if worse; a run "
                            "the release gate's run facts find unfit (unfinished, too many failed judgments, suspect or cut "
                            "answers, --limit, an old task version, edited numbers) is refused, exit 1",
-         compare_models.add_arguments, compare_models.main_compare),
+         compare_models.add_arguments, compare_models.main),
         ("serve-stand-in", "serve the project's stand-in model and judge (an OpenAI-compatible server on "
                            "127.0.0.1, the one the demo and the tests use) to try commands without an endpoint",
-         stand_in.add_command_arguments, stand_in.serve),
+         serve_stand_in.add_arguments, serve_stand_in.main),
         ("estimate", "judge calls and tokens (and cost with --prices) of a ClinConsensus run, before running it", estimate.add_arguments,
          estimate.main),
         ("audit", "an API judge grades a stratified sample of a local judge's run: kappa, and the API judge's metrics estimated",

@@ -1,6 +1,6 @@
 """Every use of Inspect's private modules (``inspect_ai._*``, ``inspect_ai.*._*``), in one place.
 
-Inspect's public API does not cover these three needs; each import below says why it is needed.
+Inspect's public API does not cover these four needs; each import below says why it is needed.
 An Inspect upgrade that moves one of them breaks this file only (checked against inspect-ai
 0.3.285). Nothing else in the project may import a private Inspect module.
 """
@@ -21,7 +21,11 @@ from inspect_ai.model._generate_config import active_generate_config
 # The registry: to make a plugin's scorer loadable under the name a log records for it.
 from inspect_ai._util.registry import RegistryInfo, registry_add, registry_has, registry_info
 
-__all__ = ["PrerequisiteError", "active_generate_config", "register_logged_scorer_name"]
+# The context Inspect's own log reader validates a sample with (``log_files.read_local_eval`` reads a
+# finished .eval member by member and builds Inspect's ``EvalSample`` as Inspect's reader would).
+from inspect_ai._util.constants import get_deserializing_context
+
+__all__ = ["PrerequisiteError", "active_generate_config", "get_deserializing_context", "register_logged_scorer_name"]
 
 
 def register_logged_scorer_name(factory: Callable[..., Any]) -> None:

@@ -284,8 +284,9 @@ def read_local_eval(path: Path):
     import json
     import zipfile
 
-    from inspect_ai._util.constants import get_deserializing_context
     from inspect_ai.log import EvalSample, read_eval_log
+
+    from clinconsensus_tasks.inspect_compat import get_deserializing_context
 
     if is_url(path) or Path(path).suffix != ".eval":
         return None

@@ -21,7 +21,7 @@ random (for a plain mean this is the sign flip of the per-case difference) and c
 the difference is at least as far from zero as the observed one; with few cases it enumerates
 every swap pattern exactly. Both are seeded and deterministic.
 
-Plain numpy, no framework: ``clinconsensus_tasks.report.compare_models`` feeds them from logs.
+Plain numpy, no framework: ``clinconsensus_tasks.gates.regression`` feeds them from logs.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""The layers of docs/architecture.md: each part of the package imports only its own layer and those
-below it, no two parts import each other (directly or round a longer loop), and no module imports
-another's private name (read from the source, every import statement, function-local ones included)."""
+"""The architecture's checks that import-linter does not make: no module imports another module's
+private name (read from the source, every import statement, function-local ones included), the
+package as the wheel lays it out, strict JSON. The layers, circles, the core's and the benchmarks'
+independence and Inspect's private modules are import-linter's contracts (pyproject.toml,
+``bash .ci/lint_imports``); ``tests/test_import_contracts.py`` shows each of them catching what it forbids."""
 
 from __future__ import annotations
 
@@ -8,48 +10,6 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-
-# Bottom first. A part is a subpackage or a top-level module of clinconsensus_tasks (scorers/ is
-# installed as clinconsensus_tasks.scorers). Keep in step with docs/architecture.md.
-LAYERS: list[tuple[str, set[str]]] = [
-    ("core", {"scorers"}),
-    ("base", {"errors", "settings_table", "record_files", "log_files", "storage", "text_checks", "generation", "inspect_compat", "json_output",
-              "lmeval_glue", "lmeval_run_check", "data", "task_configs"}),
-    ("judge", {"judge"}),
-    ("benchmarks", {"clinconsensus", "climedbench"}),
-    ("run records", {"run_records"}),
-    ("tools", {"commands", "report", "adaptive", "stand_in"}),
-    ("entry points", {"cli", "demo", "_registry", "__init__"}),
-]
-LEVEL = {part: i for i, (_, parts) in enumerate(LAYERS) for part in parts}
-
-
-def part_of(path: Path) -> str:
-    rel = path.relative_to(ROOT)
-    if rel.parts[0] == "scorers":
-        return "scorers"
-    inner = rel.parts[1:]
-    return inner[0] if len(inner) > 1 else Path(inner[0]).stem
-
-
-def imported_parts(path: Path) -> set[tuple[str, int]]:
-    """(part, line) of every import of the package in ``path``."""
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            parts = node.module.split(".")
-            if parts[0] != "clinconsensus_tasks":
-                continue
-            if len(parts) > 1:
-                out.add((parts[1], node.lineno))
-            else:  # from clinconsensus_tasks import settings_table
-                out.update((alias.name, node.lineno) for alias in node.names if alias.name != "__version__")
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                parts = alias.name.split(".")
-                if parts[0] == "clinconsensus_tasks" and len(parts) > 1:
-                    out.add((parts[1], node.lineno))
-    return out
 
 
 def package_files() -> list[Path]:
@@ -65,23 +25,6 @@ def module_of(path: Path) -> str:
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
-
-
-def import_loops(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Every loop in a graph of parts (``part -> parts it imports``), each as the parts round it,
-    starting from its least name and ending back there; a part importing itself is no loop."""
-    loops = set()
-
-    def walk(start: str, node: str, trail: list[str]) -> None:
-        for nxt in sorted(edges.get(node, ())):
-            if nxt == start and len(trail) > 1:
-                loops.add(tuple(trail + [start]))
-            elif nxt > start and nxt not in trail:  # each loop found once, from its least part
-                walk(start, nxt, trail + [nxt])
-
-    for start in sorted(edges):
-        walk(start, start, [start])
-    return [list(loop) for loop in sorted(loops)]
 
 
 def private_imports(source: str, module: str) -> list[tuple[int, str]]:
@@ -116,50 +59,13 @@ def private_imports(source: str, module: str) -> list[tuple[int, str]]:
     return out
 
 
-def test_every_part_is_in_a_layer():
-    parts = {part_of(p) for p in package_files()}
-    assert parts - set(LEVEL) == set(), "add the new part to a layer (here and in docs/architecture.md)"
-
-
-def test_imports_go_down_only():
-    upward = []
-    for path in package_files():
-        part = part_of(path)
-        for target, line in imported_parts(path):
-            if target in LEVEL and LEVEL[target] > LEVEL[part]:
-                upward.append(f"{path.relative_to(ROOT)}:{line}: {part} ({LAYERS[LEVEL[part]][0]}) imports {target} "
-                              f"({LAYERS[LEVEL[target]][0]})")
-    assert not upward, "imports against the layers:\n" + "\n".join(sorted(upward))
-
-
-def test_no_two_parts_import_each_other():
-    """A loop between parts (two packages of one layer, say ``report`` and ``commands``) makes
-    neither the lower: what both need belongs in one place below them."""
-    edges: dict[str, set[str]] = {}
-    where: dict[tuple[str, str], str] = {}
-    for path in package_files():
-        part = part_of(path)
-        for target, line in imported_parts(path):
-            if target in LEVEL and target != part:
-                edges.setdefault(part, set()).add(target)
-                where.setdefault((part, target), f"{path.relative_to(ROOT)}:{line}")
-    loops = [" -> ".join(loop) + " (" + ", ".join(where[a, b] for a, b in zip(loop, loop[1:])) + ")" for loop in import_loops(edges)]
-    assert not loops, "parts that import each other:\n" + "\n".join(loops)
-
-
 def test_no_module_imports_a_private_name_of_another():
     found = [f"{path.relative_to(ROOT)}:{line}: {name}" for path in package_files()
              for line, name in private_imports(path.read_text(encoding="utf-8"), module_of(path))]
     assert not found, "private names imported across modules (make them public where they are shared):\n" + "\n".join(found)
 
 
-def test_the_checks_catch_a_loop_and_a_private_import():
-    # Two parts of one layer importing each other (the report and the commands, as they were), and a
-    # longer loop; a part importing itself and a chain going down are no loop.
-    assert import_loops({"report": {"commands", "scorers"}, "commands": {"report"}, "scorers": set()}) == [
-        ["commands", "report", "commands"]]
-    assert import_loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"d", "a"}}) == [["a", "b", "c", "a"]]
-    assert import_loops({"cli": {"commands", "report"}, "commands": {"report"}, "report": {"report", "scorers"}}) == []
+def test_the_check_catches_a_private_import():
     # The audit command reaching into the tools' private re-grading, as it did.
     audit = "clinconsensus_tasks.commands.audit"
     assert private_imports("def f():\n    from clinconsensus_tasks.commands.tools import _regrade, compare_logs\n", audit) == [
@@ -173,24 +79,6 @@ def test_the_checks_catch_a_loop_and_a_private_import():
             "from inspect_ai.log import _private\nfrom clinconsensus_tasks import climedbench as _climedbench\n"
             "from clinconsensus_tasks.commands._shared import x\n")
     assert private_imports(fine, audit) == []
-
-
-def test_the_core_imports_no_framework():
-    frameworks = ("inspect_ai", "lm_eval", "openai", "datasets", "torch", "transformers")
-    found = []
-    for path in (ROOT / "scorers").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            found += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n.split(".")[0] in frameworks]
-    assert not found
-
-
-def test_the_architecture_doc_names_every_layer():
-    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    for name, parts in LAYERS:
-        assert f"**{name}**" in text, name
-        for part in parts - {"__init__"}:
-            assert f"`{part}" in text, part
 
 
 def test_from_a_checkout_only_the_installed_subpackages_resolve():

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from clinconsensus_tasks.demo import plan_demo
+from clinconsensus_tasks.commands.demo import plan_demo
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS
 
@@ -41,7 +41,7 @@ def test_plan_leaves_wtd_out_when_the_model_cannot_load(tmp_path):
 def test_suggested_commands_keep_their_line_continuations():
     """What the demo prints for a real model is pasted into a shell: every command that spans lines
     ends its lines with a backslash, and each continued line stays a line of its own."""
-    from clinconsensus_tasks.demo import real_model_commands
+    from clinconsensus_tasks.commands.demo import real_model_commands
 
     text = real_model_commands()
     assert text.startswith("# The model under test")

@@ -73,7 +73,7 @@ def test_finding_runs_under_a_prefix_is_one_listing(bucket):
 
 
 def test_the_gates_find_lmeval_runs_under_a_prefix_without_a_request_per_object(bucket):
-    from clinconsensus_tasks.run_records.facts import gate_runs
+    from clinconsensus_tasks.gates.facts import gate_runs
 
     stamp = "2026-01-01T00-00-00.000000"
     results = json.dumps({"configs": {"clinconsensus": {}}, "results": {}}).encode()

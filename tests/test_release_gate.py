@@ -230,7 +230,7 @@ def test_partial_edited_and_unofficial_runs_are_refused_in_both_frameworks(fake_
 
 
 def test_the_demo_is_not_a_release_run_and_the_gate_says_why_in_one_line_each(fake_server, tmp_path):
-    from clinconsensus_tasks.demo import run_demo
+    from clinconsensus_tasks.commands.demo import run_demo
 
     run_demo(tmp_path / "demo")
     out = gate(tmp_path / "demo" / "inspect-logs", tmp_path / "demo" / "lmeval-output")

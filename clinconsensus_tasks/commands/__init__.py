@@ -1,4 +1,3 @@
-"""What ``clinconsensus-eval`` commands do beyond reading their arguments: re-grading, judge
-agreement, SFT export (``tools``), the audit of a cheap judge (``audit``) and the estimate of a
-run's judge calls (``estimate``). The top layer: they may import every other part of the package
-(``docs/architecture.md``); ``cli`` parses the arguments and calls them."""
+"""``clinconsensus-eval``'s commands, one module each (``add_arguments``, ``main``; registered in
+``cli.commands()``): its flags, its work, what it prints and its exit code. The one layer that
+imports the report (``docs/architecture.md``); what two commands share lives below them."""

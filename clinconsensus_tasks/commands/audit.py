@@ -49,7 +49,7 @@ def audit(log: str, settings: Any, share: float, seed: int, mode: str = PER_CRIT
     local = {r.graded.case_id: r.graded for r in records}
     if official is None:
         from clinconsensus_tasks.judge.official_template import load_judge_prompt
-        from clinconsensus_tasks.commands.tools import regrade
+        from clinconsensus_tasks.run_records.regrade import regrade
 
         chosen = set(stratified_sample(strata, share, seed))
         sampled = [r for r in records if r.graded.case_id in chosen]

@@ -9,11 +9,20 @@ from the log and what a flag changed is printed on standard error and under ``pr
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import sys
+from pathlib import Path
+from typing import Any, Sequence
 
 from clinconsensus_tasks import json_output
+from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.commands.arguments import judge_settings
+from clinconsensus_tasks.run_records.protocol import Protocol, prompt_change, protocol_template, recorded_protocol
+from clinconsensus_tasks.run_records.regrade import regrade
+from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import JUDGE_MODES
+from clinconsensus_tasks.storage import location, make_folder, output_location, storage_errors, write_text
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,8 +41,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from clinconsensus_tasks import settings_table
-    from clinconsensus_tasks.clinconsensus.logs import read_case_records
-    from clinconsensus_tasks.commands.tools import prompt_change, protocol_template, recorded_protocol, rescore
     from clinconsensus_tasks.log_files import CLINCONSENSUS, one_log
     from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
     from clinconsensus_tasks.scorers.clinconsensus.jury import JUROR_PREFIX
@@ -87,3 +94,87 @@ def main(args: argparse.Namespace) -> int:
     print(json_output.dumps({"output": args.output, **metrics,
                              "protocol": {"header": recorded.header, "from_log": kept, "changed": changed, "not_applied": not_applied}}))
     return 0
+
+
+_UNSET: Any = object()
+
+
+def rescore(log: str, output: str | Path, settings: Any, mode: str | None = None, prompt: str | None = None,
+            records: Sequence[LoggedCase] | None = None, recorded: Protocol | None = None, template: Any = _UNSET) -> dict[str, float]:
+    """Grade the answers stored in ``log`` again with another judge; write a new log of the same
+    kind to ``output`` and return its headline metrics. The judging protocol is the one the log
+    recorded (:func:`recorded_protocol`: mode, prompt checked by sha256, header settings, the last
+    already in ``settings``) unless ``mode`` or ``prompt`` (``official``, ``project``, a file) say
+    otherwise, so the new log is the same measurement with another judge.
+
+    The failure policy applies as in the frameworks: when failed judgments exceed the threshold,
+    ``JudgeFailureError`` is raised and no output is written (the verdicts obtained stay in the
+    verdict cache: the same command run again asks only for the missing ones)."""
+    from clinconsensus_tasks.judge.client import enforce_failure_policy
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
+
+    records = read_case_records(log) if records is None else records
+    recorded = recorded or recorded_protocol(log, records)
+    mode = mode or recorded.mode
+    if template is _UNSET:
+        template = protocol_template(recorded, mode, prompt)  # before any call
+    fresh = asyncio.run(regrade(records, settings, mode, template))
+    enforce_failure_policy(fresh, settings)
+    output = output_location(output)  # a local file or a URL
+    make_folder(output.parent)
+    source = location(log)
+    with storage_errors(source):
+        if source.suffix == ".jsonl":
+            write_lmeval(source, output, fresh)
+        else:
+            write_inspect(source, output, fresh, settings.model, mode, {"judge_failure_threshold": settings.failure_threshold})
+    metrics = summarize([r.result() for r in fresh])
+    metrics.pop("cases")
+    return metrics
+
+
+def write_lmeval(source: Path, output: Path, fresh: list[GradedCase]) -> None:
+    from clinconsensus_tasks.clinconsensus.lmeval_task import process_results
+
+    lines = [line for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = []
+    for line, record in zip(lines, fresh):
+        sample = json.loads(line)
+        sample["filtered_resps"] = [json.dumps(record.to_dict(), ensure_ascii=False)]
+        for key, value in process_results(sample["doc"], sample["filtered_resps"]).items():
+            sample[key] = value
+        out.append(json.dumps(sample, ensure_ascii=False) + "\n")
+    write_text(output, "".join(out))
+
+
+def write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: str, mode: str, used: dict[str, Any]) -> None:
+    from inspect_ai.log import EvalMetric, write_eval_log
+
+    from clinconsensus_tasks.log_files import read_inspect_log
+    from inspect_ai.scorer import SampleScore, Score
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus_metrics
+    from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER
+
+    log = read_inspect_log(source, whole=True)  # written back: its transcripts too
+    scores = []
+    for sample, record in zip(log.samples or [], fresh):
+        old = sample.scores[INSPECT_SCORER]
+        sample.scores[INSPECT_SCORER] = Score(
+            value={"met": record.met, "judged": record.judged, "failures": record.failures, "empty": int(record.answer_empty)},
+            answer=old.answer,
+            explanation=f"{record.met}/{record.judged} criteria met (re-graded by {judge}, {mode})",
+            metadata=record.to_dict(),
+        )
+        scores.append(SampleScore(score=sample.scores[INSPECT_SCORER], sample_id=sample.id, sample_metadata=sample.metadata))
+    values = clinconsensus_metrics()(scores)
+    if log.results and log.results.scores:
+        log.results.scores[0].metrics = {k: EvalMetric(name=k, value=float(v)) for k, v in values.items()}
+    prompt = dict(fresh[0].judge_prompt) if fresh else {}
+    log.eval.metadata = {**(log.eval.metadata or {}), "rescored": {"from": str(source), "judge": judge, "judge_mode": mode, **prompt}}
+    # The judging settings the new verdicts were made under (a re-scoring of this log keeps these);
+    # the model roles stay the run's, so the release gate still sees it was re-judged.
+    log.eval.task_args = {**(log.eval.task_args or {}), "judge_mode": mode, "judge_prompt": prompt.get("judge_prompt_source")
+                          if prompt.get("judge_prompt") not in ("official", "project", "project-batched") else
+                          prompt.get("judge_prompt", "").replace("project-batched", "project"), **used}
+    write_eval_log(log, str(output))

@@ -125,8 +125,8 @@ def _score(args: argparse.Namespace) -> int:
 
 def score_lines(result: dict[str, Any]) -> list[str]:
     """``review score``'s tables."""
-    from clinconsensus_tasks.report.review_section import ESTIMATE_HEADER, estimate_rows, interval_text
-
+    from clinconsensus_tasks.gates.texts import interval_text
+    from clinconsensus_tasks.report.review_section import ESTIMATE_HEADER, estimate_rows
     from clinconsensus_tasks.run_records.review_intake import coverage_text
 
     rows = result["rows"]

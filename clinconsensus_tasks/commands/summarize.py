@@ -119,7 +119,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _jury_lines(jury: dict, names: Sequence[str], num) -> list[str]:
-    from clinconsensus_tasks.report.review_section import interval_text as interval
+    from clinconsensus_tasks.gates.texts import interval_text as interval
+
     lines = [f"-- jury of {len(jury['jurors'])} (strict majority, at least {jury['min_votes']} usable votes): the headline is "
              f"the panel's verdicts, not the single-judge official protocol; fleiss_kappa {interval(jury['fleiss_kappa'])}"]
     rows = [[f"{j['role']} {j['judge']}", *(num(j[n]) for n in names), str(int(j["judge_failures"]))] for j in jury["jurors"]]
@@ -130,13 +131,15 @@ def _jury_lines(jury: dict, names: Sequence[str], num) -> list[str]:
 
 def _release_gate(args: argparse.Namespace) -> int:
     """``summarize --strict``: one line per problem, naming the run; exit 1 if there is any.
-    The bar is the release profile (``report.release_gate``), loosened only by this command's own
+    The bar is the release profile (``gates.release``), loosened only by this command's own
     flags, never by the environment; each verdict line says what it accepted."""
     from clinconsensus_tasks.errors import ConfigurationError
     from clinconsensus_tasks.log_files import CLINCONSENSUS
-    from clinconsensus_tasks.report.release_gate import RELEASE_FAILURE_SHARE, ReleaseBar, estimate_text, physicians_text, run_problems
+    from clinconsensus_tasks.gates.bar import RELEASE_FAILURE_SHARE, ReleaseBar
+    from clinconsensus_tasks.gates.facts import gate_runs
+    from clinconsensus_tasks.gates.physicians import estimate_text, physicians_text
+    from clinconsensus_tasks.gates.release import run_problems
     from clinconsensus_tasks.run_records.review_score import run_agreement
-    from clinconsensus_tasks.run_records.facts import gate_runs
     from clinconsensus_tasks.scorers.clinconsensus.judge_failures import parse_failure_share
     from clinconsensus_tasks.scorers.redact import redact
 

@@ -60,7 +60,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
 
 OFFICIAL_MAX_INPUT_TOKENS = 5120  # scripts/run_local_judge.py --max-input-length
 RELEASED_JUDGE = "clinconsensus-judge"  # skylenage/ClinConsensus-Judge-8B, in any provider's spelling
-OFFICIAL_CUT = "the released judge's official input limit"  # the one cut a release run may hold (report.release_gate)
+OFFICIAL_CUT = "the released judge's official input limit"  # the one cut a release run may hold (gates.release)
 TEMPLATE_TOKENS = 32  # role markers and the empty thinking block Qwen3's chat template adds
 SAFETY = 0.95  # a limit learned from a refusal is kept this far under it: answers tokenize unevenly
 # Gradings of a case again within a limit learned while it was judged. The first refusal's ratio of

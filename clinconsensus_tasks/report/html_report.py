@@ -1,4 +1,4 @@
-"""``clinconsensus-eval report``: one self-contained HTML page (and a Markdown summary) for many runs.
+"""The report: one self-contained HTML page (and a Markdown summary) for many runs.
 
 Why this exists: comparing models means opening several Inspect logs and lm-eval sample files and
 lining up numbers by hand. The report reads them all and writes a leaderboard, intervals and charts
@@ -6,7 +6,7 @@ in one file that opens offline (reviewers, air-gapped hospital machines, CI arti
 
 The modules, by concern: ``report.runs`` reads the logs into runs, ``report.sections`` builds the
 tables, notes and charts of each section from the scoring core, ``report.svg`` draws the charts;
-this module lays the sections out as a page (and as Markdown) and holds the command.
+this module lays the sections out as a page (and as Markdown). The command is ``commands.report``.
 
 A tiny inline script records on the page's ``<body>`` how the charts laid out: ``data-rendered``
 (charts with a non-empty layout box) and ``data-layout`` (``clipped:C overflow:O``: chart texts
@@ -21,13 +21,15 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from clinconsensus_tasks import json_output
 from clinconsensus_tasks.scorers.redact import redact
 from clinconsensus_tasks.report.runs import read_runs
 from clinconsensus_tasks.report.sections import (
     Section, baseline_section, clin_section, med_section, metadata_section, robustness_section,
 )
+from clinconsensus_tasks.report.review_section import review_section
 from clinconsensus_tasks.report.svg import FONT_STACK, escape
+from clinconsensus_tasks.run_records.review_intake import load_review
+from clinconsensus_tasks.run_records.review_score import score_review
 from clinconsensus_tasks.scorers.usage import Prices
 from clinconsensus_tasks.storage import output_location, write_text
 
@@ -103,10 +105,6 @@ def build_report(
     if baseline:
         sections.append(baseline_section(baseline, runs, resamples, seed))
     if review:
-        from clinconsensus_tasks.report.review_section import review_section
-        from clinconsensus_tasks.run_records.review_intake import load_review
-        from clinconsensus_tasks.run_records.review_score import score_review
-
         sections.append(review_section(score_review(load_review(review), resamples, seed)))
     sections.append(metadata_section(runs))
     output = output_location(output)  # a local path or a URL, as is --markdown
@@ -118,31 +116,3 @@ def build_report(
     return {"html": str(output), "markdown": str(md_path), "charts": len(re.findall(r"<svg\b", page)),
             "clinconsensus_runs": [r.name for r in runs.clin], "climedbench_runs": [r.name for r in runs.med],
             "skipped": [{"log": path, "reason": why} for path, why in runs.skipped]}
-
-
-def add_report_arguments(parser: Any) -> None:
-    """The ``report`` subcommand's arguments (an ``argparse`` parser or subparser)."""
-    parser.add_argument("logs", nargs="+", help="Inspect .eval/.json logs, lm-eval samples_clinconsensus*/samples_climedbench_*.jsonl "
-                                                "and results_*.json files, or folders holding them (an Inspect log dir, an "
-                                                "lm-eval output dir), of any number of models")
-    parser.add_argument("--output", required=True, help="the HTML file to write (report.md is written beside it)")
-    parser.add_argument("--markdown", help="where to write the Markdown summary (default: report.md beside --output)")
-    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of cases")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    parser.add_argument("--title", default="ClinConsensus / CliMedBench results", help="the page title")
-    parser.add_argument("--prices", action="append", default=[], metavar="[JUDGE=]IN,CACHED,OUT",
-                        help="judge prices per million tokens (input, cached input, output), per judge or for all; repeatable (default: tokens only)")
-    parser.add_argument("--baseline", help="a run (log file or folder) to compare every other run of its benchmark against, "
-                                           "case by case as compare-models does (default: none)")
-    parser.add_argument("--review", metavar="DIR", help="a physicians' review folder (review export, filled sheets): a section "
-                                                        "with each judge against the physicians (default: none)")
-
-
-def main_report(args: Any) -> int:
-    """Run the ``report`` subcommand from parsed arguments (see :func:`add_report_arguments`)."""
-    from clinconsensus_tasks.scorers.usage import parse_prices
-
-    info = build_report(args.logs, args.output, args.markdown, args.resamples, args.seed, args.title, getattr(args, "baseline", None),
-                        parse_prices(getattr(args, "prices", None) or []), getattr(args, "review", None))
-    print(json_output.dumps(info))
-    return 0

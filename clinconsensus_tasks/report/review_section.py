@@ -5,30 +5,16 @@ figures are ``run_records.review_score.score_review``'s, the same ``review score
 
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping, Sequence
 
+from clinconsensus_tasks.gates.texts import interval_text, undefined
 from clinconsensus_tasks.report.sections import Section, Table
 from clinconsensus_tasks.report.svg import bar_chart
+from clinconsensus_tasks.run_records.review_intake import coverage_text
 from clinconsensus_tasks.scorers.physician_review import AGREEMENT_METRICS
 
 HEADERS = {"percent_agreement": "agreement", "kappa": "Cohen's kappa", "macro_f1": "macro F1", "precision_met": "precision (met)",
            "recall_met": "recall (met)"}
-
-
-def _undefined(value: float | None) -> bool:
-    return value is None or math.isnan(value)
-
-
-def interval_text(figure: Mapping[str, float]) -> str:
-    """``0.712 [0.650, 0.771]``; ``n/a`` for an undefined figure; ``0.712 [no interval: 1 case]``
-    where too few cases contributed (never an estimate alone, which would read as exact)."""
-    if _undefined(figure["estimate"]):
-        return "n/a"
-    if _undefined(figure["low"]):
-        cases = figure.get("cases")
-        return f"{figure['estimate']:.3f} [no interval" + (f": {cases} case{'s' if cases != 1 else ''}]" if cases is not None else "]")
-    return f"{figure['estimate']:.3f} [{figure['low']:.3f}, {figure['high']:.3f}]"
 
 
 def estimate_rows(judges: Sequence[Mapping[str, Any]]) -> list[list[str]]:
@@ -38,7 +24,7 @@ def estimate_rows(judges: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     for j in judges:
         est = j.get("physicians_estimate")
         for name, m in (est or {}).get("metrics", {}).items():
-            bias = {k: (None if _undefined(v) else round(100 * v, 1) + 0.0) for k, v in m["bias"].items() if k != "cases"}  # never -0.0
+            bias = {k: (None if undefined(v) else round(100 * v, 1) + 0.0) for k, v in m["bias"].items() if k != "cases"}  # never -0.0
             bias_text = "n/a" if bias["estimate"] is None else (
                 f"{bias['estimate']:+.1f}" + (" [no interval]" if bias["low"] is None else f" [{bias['low']:+.1f}, {bias['high']:+.1f}]"))
             rows.append([f"{j['run']} · {j['title']}", name, f"{m['judge']:.3f}", interval_text(m["physicians"]), bias_text,
@@ -62,8 +48,6 @@ def review_section(result: Mapping[str, Any]) -> Section:
         f"physicians' reference (their majority; {rows['ties']} ties and {rows['cannot_tell']} rows of 'cannot tell' only are "
         f"left out, not guessed). Intervals: 95% percentile bootstrap of cases ({result['resamples']} resamples, seed "
         f"{result['seed']}): a case's criteria share one answer, so cases are resampled, not rows.")
-    from clinconsensus_tasks.run_records.review_intake import coverage_text
-
     section.notes.append(f"Coverage: {coverage_text(result['coverage'])}.")
     if result["problems"]:
         section.notes.append(f"{len(result['problems'])} rows or files left out of the sheets (edited, added, deleted, duplicated, "
@@ -125,4 +109,4 @@ def review_section(result: Mapping[str, Any]) -> Section:
 
 
 def _bar(figure: Mapping[str, float]) -> float | None:
-    return None if _undefined(figure["estimate"]) else figure["estimate"]
+    return None if undefined(figure["estimate"]) else figure["estimate"]

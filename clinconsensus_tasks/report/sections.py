@@ -311,7 +311,7 @@ def robustness_section(runs: Sequence[MedRun], resamples: int, seed: int) -> Sec
 def baseline_section(baseline: str | Path, runs: Runs, resamples: int, seed: int) -> Section:
     """Every run of the baseline's benchmark against the baseline (``compare-models``), case by case."""
     from clinconsensus_tasks.log_files import CLINCONSENSUS
-    from clinconsensus_tasks.report.compare_models import RunMismatch, clinconsensus_pairable, compare_runs, read_run
+    from clinconsensus_tasks.gates.regression import RunMismatch, clinconsensus_pairable, compare_runs, read_run
 
     def pairable(run: Any) -> Any:  # a ClinConsensus run from the records the report holds (not read again)
         if isinstance(run, ClinRun):

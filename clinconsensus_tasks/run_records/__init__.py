@@ -1,4 +1,4 @@
-"""Reading and comparing run records, below everything that judges runs: the facts a run recorded
-(``facts``: read by the release gate, ``summarize --strict``, and the regression gate,
-``compare-models``) and the agreement of two judges on the same answers (``agreement``: read by
-``summarize``, the report and ``compare``). Above the benchmarks' log readers, below the tools."""
+"""Reading and comparing what runs recorded, below the gates and the report that judge and show runs:
+two judges' agreement on the same answers (``agreement``), a physicians' review as its loop (``review_export``,
+``review_intake``, ``review_score``, ``review_sheets``), the judging protocol a run recorded (``protocol``)
+and its stored answers graded again (``regrade``). Above the benchmarks' log readers."""

@@ -240,7 +240,7 @@ def test_judge_receives_exactly_the_filled_template_in_both_frameworks(fake_serv
 
     # export-sft: the prompt each case was judged with (the template file, checked by its sha256),
     # the same records from both frameworks' logs (the second's are all duplicates).
-    from clinconsensus_tasks.commands.tools import export_sft
+    from clinconsensus_tasks.commands.export_sft import export_sft
 
     manifest = export_sft([log.location, str(samples)], tmp_path / "sft", dev_share=0.0)
     assert manifest["judge_prompts"] == [f"{template_file} sha256 {sha256(TEMPLATE)}"] and manifest["duplicates_dropped"] == 360

@@ -2,7 +2,7 @@
 item 9): a judge that refuses requests makes it exit non-zero with the policy's message and no
 output, and every verdict it did obtain is in the verdict cache, so the next try asks only for the
 missing ones. ``rescore`` is the only command that calls the judge outside the frameworks
-(``judge_documents`` is called by lm-eval's filters and by ``commands.tools._regrade`` alone)."""
+(``judge_documents`` is called by lm-eval's filters and by ``run_records.regrade.regrade`` alone)."""
 
 from __future__ import annotations
 

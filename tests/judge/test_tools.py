@@ -9,7 +9,9 @@ import pytest
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.stand_in import alt_disagrees, candidate_answer, oracle_verdict
 from clinconsensus_tasks.judge.client import JudgeSettings
-from clinconsensus_tasks.commands.tools import compare_logs, export_sft, rescore
+from clinconsensus_tasks.commands.compare import compare_logs
+from clinconsensus_tasks.commands.export_sft import export_sft
+from clinconsensus_tasks.commands.rescore import rescore
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
 from clinconsensus_tasks.scorers.clinconsensus.cacs import mean
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import cacs_term

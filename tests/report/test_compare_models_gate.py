@@ -22,8 +22,9 @@ import pytest
 
 from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.clinconsensus.dataset import sample_path
-from clinconsensus_tasks.report.release_gate import COMPARISON_PROFILE, ReleaseBar, comparison_problems, run_problems
-from clinconsensus_tasks.run_records.facts import RunFacts
+from clinconsensus_tasks.gates.bar import ReleaseBar
+from clinconsensus_tasks.gates.facts import RunFacts
+from clinconsensus_tasks.gates.release import COMPARISON_PROFILE, comparison_problems, run_problems
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE_THRESHOLD
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from clinconsensus_tasks.report import release_gate
-from clinconsensus_tasks.report.release_gate import ReleaseBar, RunFacts
+from clinconsensus_tasks.gates import release as release_gate
+from clinconsensus_tasks.gates.bar import ReleaseBar
+from clinconsensus_tasks.gates.facts import RunFacts
 
 HUB = "hf://datasets/skylenage/ClinConsensus/data/clinconsensus_low.jsonl"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

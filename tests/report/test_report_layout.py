@@ -84,7 +84,7 @@ def test_the_tab_shows_the_title_and_the_layout_probe_writes_to_the_body():
 
 def test_compare_models_prints_fractions_and_says_what_the_gate_checks():
     # Stands in for a regression gate run in CI: the table a reader sees next to summarize's.
-    from clinconsensus_tasks.report.compare_models import Comparison, format_table
+    from clinconsensus_tasks.gates.regression import Comparison, format_table
     from clinconsensus_tasks.scorers.paired import PairedResult
 
     comparison = Comparison("base.eval", "cand.eval", "clinconsensus", 12, [], [], [], {"baseline": ["j"], "candidate": ["j"]},

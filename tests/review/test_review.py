@@ -38,8 +38,9 @@ from clinconsensus_tasks.cli import main as cli_main
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase
 from clinconsensus_tasks.errors import StorageError
 from clinconsensus_tasks.log_files import CLINCONSENSUS
-from clinconsensus_tasks.report.release_gate import ReleaseBar, run_problems
-from clinconsensus_tasks.run_records.facts import RunFacts
+from clinconsensus_tasks.gates.bar import ReleaseBar
+from clinconsensus_tasks.gates.facts import RunFacts
+from clinconsensus_tasks.gates.release import run_problems
 from clinconsensus_tasks.run_records.review_export import KEY_FILE, ReviewRun, plan_review, write_review
 from clinconsensus_tasks.run_records.review_intake import load_review
 from clinconsensus_tasks.run_records.review_score import run_agreement, score_review

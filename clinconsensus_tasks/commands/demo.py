@@ -260,7 +260,7 @@ def print_summary(result: dict[str, Any]) -> None:
     print(real_model_commands())
 
 
-def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", default="clinconsensus-demo", help="folder for the logs, the lm-eval output and the report")
     parser.add_argument("--frameworks", type=lambda s: [f.strip() for f in s.split(",") if f.strip()], default=None,
                         help="comma-separated: inspect, lmeval (default: every one installed)")
@@ -270,6 +270,6 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the report's intervals")
 
 
-def main_demo(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     print_summary(run_demo(Path(args.output), args.frameworks, args.similarity_model, args.resamples))
     return 0

@@ -1,4 +1,4 @@
-"""``clinconsensus-eval compare-models BASELINE CANDIDATE``: the regression gate of a release checklist.
+"""The regression gate of a release checklist (``clinconsensus-eval compare-models BASELINE CANDIDATE``).
 
 Two runs of the same benchmark (Inspect logs or lm-eval outputs, in any mix) are paired case by
 case; each headline metric gets the candidate - baseline difference, a paired bootstrap interval
@@ -8,7 +8,7 @@ graded by different judges (model or judge mode) are refused unless the caller s
 a difference between them would not be the model's.
 
 Before pairing, each run is held to the facts the release gate (``summarize --strict``) reads from
-it (``run_records.facts``, judged by ``report.release_gate``'s rules, :data:`COMPARISON_CHECKS`):
+it (``gates.facts``, judged by ``gates.release``'s rules, :data:`COMPARISON_CHECKS`):
 finished (status, errored samples, results with samples), judgment failures within the bar, no
 suspect or cut answer, the whole selection (no ``--limit``), the current task version, header
 numbers equal to the records'. A run that fails one is refused (exit 1, the gate's words for each
@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from clinconsensus_tasks import json_output
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.log_files import CLIMEDBENCH, CLINCONSENSUS, SeveralRuns, benchmark_of, run_files
-from clinconsensus_tasks.report.release_gate import COMPARISON_CHECKS, COMPARISON_PROFILE, RELEASE_FAILURE_SHARE, ReleaseBar, run_problems
-from clinconsensus_tasks.run_records.facts import RunFacts, run_facts
+from clinconsensus_tasks.gates.bar import ReleaseBar
+from clinconsensus_tasks.gates.facts import RunFacts, run_facts
+from clinconsensus_tasks.gates.release import COMPARISON_CHECKS, COMPARISON_PROFILE, run_problems
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import format_value
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS
@@ -161,7 +161,7 @@ class Refusal:
 
 
 def check_runs(baseline: str | Path, candidate: str | Path, bar: ReleaseBar) -> tuple[Refusal, list[RunFacts]]:
-    """Each run's facts (``run_records.facts``) under the release gate's comparison rules and ``bar``;
+    """Each run's facts (``gates.facts``) under the release gate's comparison rules and ``bar``;
     the facts too, which hold the runs' records (read once: the comparison is made from them)."""
     paths, problems, read = {}, {}, []
     for side, path in zip(SIDES, (baseline, candidate)):
@@ -384,56 +384,3 @@ def write_junit(comparison: Comparison, path: str | Path) -> None:
             failure.text = summary
         ET.SubElement(case, "system-out").text = summary
     _write_xml(suite, path)
-
-
-def add_arguments(parser: Any) -> None:
-    parser.add_argument("baseline", help="the reference run: Inspect log (.eval/.json) or folder, lm-eval output folder or samples file")
-    parser.add_argument("candidate", help="the run under judgement, of the same benchmark")
-    parser.add_argument("--fail-if-worse", action="append", default=[], metavar="METRIC[:DELTA]",
-                        help="exit 1 if the candidate is lower on METRIC by more than DELTA (a fraction, default 0) and the "
-                             "95%% interval excludes 0; repeatable (default: no gate)")
-    parser.add_argument("--thresholds", default="7,10", help="ClinConsensus k values for Pass@k and CACS@k (default 7,10)")
-    parser.add_argument("--n-criteria", type=int, default=DEFAULT_N_CRITERIA, help="expected criteria per case, N (default 30)")
-    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples and permutations (default 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of both (default 0)")
-    parser.add_argument("--judge-failure-threshold", metavar="SHARE",
-                        help="accept runs with this share of failed judgments (default 0.01, the bar of summarize --strict; "
-                             "another value is printed on the RESULT line)")
-    parser.add_argument("--allow-different-data", action="store_true",
-                        help="compare the shared cases of runs on different data (default: refuse; printed on the RESULT line)")
-    parser.add_argument("--allow-different-judge", action="store_true",
-                        help="compare runs graded by different judges or judge modes (default: refuse; printed on the RESULT line)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report to FILE (default: none)")
-
-
-def loosened(args: Any, bar: ReleaseBar) -> list[str]:
-    """The flags of the command that loosen a fact, as the RESULT line prints them."""
-    return [*bar.exceptions(), *(["--allow-different-data"] if args.allow_different_data else []),
-            *(["--allow-different-judge"] if args.allow_different_judge else [])]
-
-
-def main_compare(args: Any) -> int:
-    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import parse_failure_share
-
-    thresholds = tuple(int(k) for k in str(args.thresholds).split(",") if k.strip())
-    gates = parse_gates(args.fail_if_worse)
-    threshold = getattr(args, "judge_failure_threshold", None)
-    bar = ReleaseBar(RELEASE_FAILURE_SHARE if threshold is None else parse_failure_share(threshold, "--judge-failure-threshold"))
-    exceptions = loosened(args, bar)
-    refusal, (baseline, candidate) = check_runs(args.baseline, args.candidate, bar)
-    if refusal.refused():
-        refusal.exceptions = exceptions
-        print(json_output.dumps(refusal.to_dict()) if args.json else format_refusal(refusal))
-        if args.junit:
-            write_refusal_junit(refusal, args.junit)
-        return 1
-    comparison = compare_runs(
-        pairable_from_facts(baseline, thresholds, args.n_criteria), pairable_from_facts(candidate, thresholds, args.n_criteria), gates,
-        args.resamples, args.seed, args.allow_different_data, args.allow_different_judge,
-    )
-    comparison.exceptions = exceptions
-    print(json_output.dumps(comparison.to_dict()) if args.json else format_table(comparison))
-    if args.junit:
-        write_junit(comparison, args.junit)
-    return 1 if comparison.failed else 0

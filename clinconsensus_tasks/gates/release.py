@@ -25,17 +25,17 @@ judged                failed judgments (those of errored samples included) at mo
                       planned; CliMedBench: unparseable answers at most 1%; no suspect answer
 numbers               the header's headline metrics equal those recomputed from the per-case
                       records
-physicians (asked)    with ``--review DIR``: ``--min-kappa X``, the LOWER END of the judge's kappa
+physicians (asked)    (``gates.physicians``) with ``--review DIR``: ``--min-kappa X``, the LOWER END of the judge's kappa
                       interval against the physicians at least X on at least 10 reviewed cases;
                       ``--max-judge-bias X``, the interval of the judge's bias on rubric accuracy
                       (its headline minus the physicians' estimate over every case) within +-X
                       points; either: every sheet read, labels back from every physician
 ====================  ==========================================================================
 
-The facts are read by ``run_records.facts`` (:class:`RunFacts`, ``gate_runs``); the rules are here,
-and the regression gate (``compare-models``) holds each of its runs to a part of them
-(:data:`COMPARISON_CHECKS`). The bar is :class:`ReleaseBar`; it reads no environment variable. Each loosening is a flag of
-the command (``--judge-failure-threshold``, ``--allow-prompt``, ``--data-sha256``), and the
+The facts are read by ``gates.facts`` (:class:`RunFacts`, ``gate_runs``); the rules are here, the
+physicians' in ``gates.physicians``, and the regression gate (``gates.regression``, ``compare-models``)
+holds each of its runs to a part of them (:data:`COMPARISON_CHECKS`). The bar is ``gates.bar.ReleaseBar``;
+it reads no environment variable. Each loosening is a flag of the command (``--judge-failure-threshold``, ``--allow-prompt``, ``--data-sha256``), and the
 verdict line of every run it let through prints it. Each refusal is one line that says what to
 run instead.
 """
@@ -44,15 +44,15 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Sequence
 
 from clinconsensus_tasks.clinconsensus.dataset import HF_DATA_REVISION, HF_DATASET, sample_path
 from clinconsensus_tasks.judge.input_limit import OFFICIAL_CUT
 from clinconsensus_tasks.log_files import CLIMEDBENCH
-from clinconsensus_tasks.run_records.facts import RunFacts, served_name
-from clinconsensus_tasks.run_records.review_intake import MIN_LABELLED_SHARE
+from clinconsensus_tasks.gates import physicians
+from clinconsensus_tasks.gates.bar import Check, ReleaseBar
+from clinconsensus_tasks.gates.facts import RunFacts, served_name
 from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 from clinconsensus_tasks.scorers.clinconsensus.jury import is_jury
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, TASK_VERSION as CLIN_VERSION, mean_names
@@ -61,7 +61,6 @@ from clinconsensus_tasks.scorers.climedbench.metric_table import TASK_VERSION as
 
 JURY = "jury"  # --allow-prompt jury: accept a jury's majority as the run's protocol
 
-RELEASE_FAILURE_SHARE = 0.01  # the frameworks' default failure policy; the gate's bar unless a flag says otherwise
 OFFICIAL_PROMPT = "official"
 OFFICIAL_MODE = "per_criterion"
 STAND_IN_SERVER = "stand-in"  # judge.server_info: the kind of the project's own stand-in server
@@ -72,48 +71,7 @@ RELEASE_PROFILE = (
 )
 
 
-@dataclass(frozen=True)
-class ReleaseBar:
-    """What the gate accepts: the release profile, loosened only by the command's own flags."""
-
-    failure_share: float = RELEASE_FAILURE_SHARE
-    data_sha256: str = ""  # a copy of the public file named by its sha256, instead of the hub at the pinned revision
-    allow_prompts: tuple[str, ...] = ()  # judge prompts or modes accepted besides the official one
-    min_kappa: float | None = None  # --min-kappa: the judge's agreement with physicians (a review) at least this
-    max_judge_bias: float | None = None  # --max-judge-bias: points; the judge's bias on rubric accuracy within +- this
-
-    def __post_init__(self) -> None:
-        if self.min_kappa is not None and not -1 <= self.min_kappa <= 1:
-            raise ValueError(f"--min-kappa {self.min_kappa!r}: Cohen's kappa is in [-1, 1]")
-        if self.max_judge_bias is not None and not 0 < self.max_judge_bias <= 100:
-            raise ValueError(f"--max-judge-bias {self.max_judge_bias!r}: percentage points of rubric accuracy, in (0, 100]")
-        if not 0 <= self.failure_share < 1:
-            raise ValueError(f"--judge-failure-threshold {self.failure_share!r}: the share of judgments that may fail, "
-                             "in [0, 1) (0.01 or 1%); the gate has no 'never'")
-
-    def exceptions(self) -> list[str]:
-        """The flags that loosen the release profile, as the verdict line prints them."""
-        out = []
-        if self.failure_share != RELEASE_FAILURE_SHARE:
-            out.append(f"--judge-failure-threshold {self.failure_share:g}")
-        out += [f"--allow-prompt {name}" for name in self.allow_prompts]
-        return out
-
-    def accepts(self) -> str:
-        """What this bar accepts, for the verdict line."""
-        data = (f"data sha256 {self.data_sha256[:12]}... (--data-sha256)" if self.data_sha256 else
-                f"hub data at {HF_DATA_REVISION}" if HF_DATA_REVISION else "hub data (no revision pinned: name the file with --data-sha256)")
-        loosened = self.exceptions()
-        physicians = "" if self.min_kappa is None else f", judge-physician kappa >= {self.min_kappa:g} at its interval's lower end (--min-kappa)"
-        if self.max_judge_bias is not None:
-            physicians += f", the judge's bias on rubric accuracy within +-{self.max_judge_bias:g} points at its interval (--max-judge-bias)"
-        return f"release profile, {data}{physicians}" + (f"; EXCEPTIONS: {', '.join(loosened)}" if loosened else "")
-
-
 # -- the checks ----------------------------------------------------------------------------------
-
-Check = Callable[[RunFacts, ReleaseBar], list[str]]
-
 
 def _finished(run: RunFacts, bar: ReleaseBar) -> list[str]:
     # What did not finish is finished by running it again: `inspect score` cannot give a log the
@@ -344,146 +302,8 @@ def _climedbench_numbers(run: RunFacts) -> list[str]:
     return []
 
 
-GATE_MIN_CASES = 10  # the fewest reviewed cases whose percentile interval the gate reads (fewer: too few clusters)
-GATE_MIN_ROWS = 100  # and rows: ten rows that all agree give kappa 1.0 in every resample
-# docs/review.md's simulation (bench/review_sample_size.py): cases for a +-0.05 interval at kappa 0.7,
-# all 30 criteria labelled, the judge's errors spread evenly / clustered in cases.
-PLANNED_CASES = {"even": 27, "clustered": 174}
-
-
-def _figure(value: float) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value:.3f}"
-
-
-def physicians_text(found: Mapping[str, Any]) -> str:
-    """A run's judge against the physicians (``run_records.review_score.run_agreement``), in one
-    line: kappa with its interval (or none), macro F1, the rows and cases, and the review's coverage."""
-    from clinconsensus_tasks.report.review_section import interval_text
-    from clinconsensus_tasks.run_records.review_intake import coverage_text
-
-    overall = found["overall"]
-    kappa, f1 = overall["kappa"], overall["macro_f1"]
-    cover = f"; review: {coverage_text(found['coverage'])}" if "coverage" in found else ""
-    if not found["rows"]:
-        return f"no physician-labelled row of this run's answers{cover}"
-    return (f"judge-physician kappa {interval_text(kappa)}, macro F1 {_figure(f1['estimate'])} "
-            f"on {found['rows']} rows of {overall['cases']} cases ({found['judge_failures']} failed judgments, "
-            f"{found.get('no_verdict', 0)} criteria the run lacks left out){cover}")
-
-
-def _no_rows(found: Mapping[str, Any]) -> str:
-    """Why a run has no row to compare, and what to do."""
-    if found.get("without_reference"):
-        return (f"the review holds {found['without_reference']} row(s) of this run's answers, none with a physicians' reference "
-                "(ties, 'cannot tell', or rows left out): add a physician to break ties, or have the rows labelled again")
-    return ("the review holds no physician-labelled row of this run's answers: export it from this run "
-            "(clinconsensus-eval review export RUN) and have the sheets filled")
-
-
-def _cases_needed(kappa: Mapping[str, float], cases: int, bar: float) -> str:
-    """How many cases the review would need for the kappa interval's lower end to reach ``bar``:
-    the interval's half-width shrinks as one over the square root of the cases (at this spread and
-    this estimate), or docs/review.md's simulation where there is no interval yet."""
-    estimate, low = kappa["estimate"], kappa["low"]
-    plan = (f"docs/review.md's simulation asks for about {PLANNED_CASES['even']} cases of 30 criteria at kappa 0.7 with the "
-            f"judge's errors spread evenly, {PLANNED_CASES['clustered']} with them clustered")
-    if math.isnan(low) or math.isnan(estimate):
-        return (f"the gate reads an interval from at least {GATE_MIN_CASES} cases and {GATE_MIN_ROWS} rows with a physicians' "
-                f"reference; {plan}")
-    if estimate <= bar:
-        return f"the estimate itself is not above {bar:g}: more cases narrow the interval, they do not raise it"
-    needed = math.ceil(cases * ((estimate - low) / (estimate - bar)) ** 2)
-    return f"at this estimate and spread about {needed} cases ({max(needed - cases, 1)} more) would bring the lower end to {bar:g}"
-
-
-def estimate_text(found: Mapping[str, Any]) -> str:
-    """The physicians' estimate of a run's rubric accuracy beside the judge's, and the bias, in one line."""
-    est = (found.get("physicians_estimate") or {}).get("metrics", {}).get("rubric_accuracy")
-    if not est:
-        return "no physicians' estimate (no reviewed row of this run)"
-    phys, bias = est["physicians"], est["bias"]
-    if _undefined(phys["estimate"]) or _undefined(phys["low"]):
-        return (f"rubric accuracy: judge {est['judge']:.3f}, physicians' estimate "
-                f"{'n/a' if _undefined(phys['estimate']) else format(phys['estimate'], '.3f')} [no interval: {est['why']}]")
-    return (f"rubric accuracy: judge {est['judge']:.3f}, physicians' estimate {phys['estimate']:.3f} [{phys['low']:.3f}, "
-            f"{phys['high']:.3f}], judge's bias {_points(bias['estimate'])} points [{_points(bias['low'])}, {_points(bias['high'])}] "
-            f"from {est['reviewed_cases']} of {est['cases']} cases reviewed ({est['design']})")
-
-
-def _points(share: float) -> str:
-    """A share as signed percentage points, one decimal (never ``-0.0``)."""
-    return f"{round(100 * share, 1) + 0.0:+.1f}"
-
-
-def _undefined(value: float | None) -> bool:
-    return value is None or math.isnan(value)
-
-
-def _review_whole(run: RunFacts, bar: ReleaseBar) -> list[str]:
-    """With a bar on the physicians' figures: every sheet of the review read as a sheet, and labels
-    back from every physician (a missing physician's cases are a hole in the stratified sample)."""
-    if (bar.min_kappa is None and bar.max_judge_bias is None) or run.benchmark == CLIMEDBENCH or run.physicians is None:
-        return []
-    cover = run.physicians.get("coverage", {})
-    problems = []
-    if cover.get("unreadable"):
-        problems.append(f"{len(cover['unreadable'])} sheet file(s) of the review could not be read as sheets "
-                        f"({', '.join(cover['unreadable'][:3])}): mend or remove them, then gate again")
-    if cover.get("not_returned"):
-        problems.append(f"no usable labels back from {', '.join(cover['not_returned'])} (no sheet, none filled, only 'cannot "
-                        "tell', or every row left out): the review's sample is not whole; gate once every physician's sheet is in")
-    for physician, share in (cover.get("short") or {}).items():
-        problems.append(f"{physician} labelled {share:.0%} of their rows, under the {MIN_LABELLED_SHARE:.0%} the gate asks for: "
-                        "the review's sample is not whole; have the sheet finished")
-    return problems
-
-
-def _judge_bias(run: RunFacts, bar: ReleaseBar) -> list[str]:
-    """With ``--max-judge-bias X``: the 95% interval of the judge's bias on rubric accuracy (its
-    headline minus the physicians' estimate over every case) lies within +-X points."""
-    if bar.max_judge_bias is None or run.benchmark == CLIMEDBENCH:
-        return []
-    if run.physicians is None:
-        return ["--max-judge-bias needs the physicians' review of this run (--review DIR)"]
-    if not run.physicians["rows"]:
-        return [_no_rows(run.physicians)]
-    est = (run.physicians.get("physicians_estimate") or {}).get("metrics", {}).get("rubric_accuracy")
-    if not est or _undefined(est["bias"]["low"]) or est["reviewed_cases"] < GATE_MIN_CASES:
-        return [f"{estimate_text(run.physicians)}: too small a review to show the judge's bias within +-{bar.max_judge_bias:g} "
-                f"points (the gate reads an interval from at least {GATE_MIN_CASES} reviewed cases; docs/review.md's simulation "
-                "asks for about 80 for +-2 points with the judge's errors spread evenly, 180 with them clustered)"]
-    low, high, x = 100 * est["bias"]["low"], 100 * est["bias"]["high"], bar.max_judge_bias
-    if low < -x or high > x:
-        return [f"{estimate_text(run.physicians)}: the bias interval [{_points(low / 100)}, {_points(high / 100)}] is not within "
-                f"+-{x:g} points (--max-judge-bias)"]
-    return []
-
-
-def _physicians(run: RunFacts, bar: ReleaseBar) -> list[str]:
-    """With ``--min-kappa X``: the run's judge agrees with the physicians of the review at least X
-    at the LOWER END of the kappa's 95% interval (a one-sided test: the estimate alone passes a
-    judge the review cannot show to be that good), on a review of at least :data:`GATE_MIN_CASES`
-    cases (every sheet read and every physician's labels back: :func:`_review_whole`)."""
-    if bar.min_kappa is None or run.benchmark == CLIMEDBENCH:
-        return []
-    found = run.physicians
-    if found is None:
-        return ["--min-kappa needs the physicians' review of this run (--review DIR)"]
-    problems: list[str] = []
-    if not found["rows"]:
-        return problems + [_no_rows(found)]
-    kappa, cases = found["overall"]["kappa"], found["overall"]["cases"]
-    if cases < GATE_MIN_CASES or found["rows"] < GATE_MIN_ROWS or _undefined(kappa["low"]):
-        problems.append(f"{physicians_text(found)}: too small a review to show kappa >= {bar.min_kappa:g} "
-                        f"({_cases_needed({**kappa, 'low': math.nan}, cases, bar.min_kappa)})")
-    elif kappa["low"] < bar.min_kappa:
-        problems.append(f"{physicians_text(found)}: the interval's lower end {kappa['low']:.3f} is below --min-kappa "
-                        f"{bar.min_kappa:g} ({_cases_needed(kappa, cases, bar.min_kappa)})")
-    return problems
-
-
-CHECKS: tuple[Check, ...] = (_finished, _version, _data, _whole, _independent, _official, _judged, _numbers, _review_whole,
-                            _physicians, _judge_bias)
+CHECKS: tuple[Check, ...] = (_finished, _version, _data, _whole, _independent, _official, _judged, _numbers,
+                            physicians.review_whole, physicians.min_kappa, physicians.judge_bias)
 
 # The facts a regression gate (``compare-models``) holds each of its two runs to: the run's health
 # as a measurement, not the release-only facts (the public data at its revision, CliMedBench's 14

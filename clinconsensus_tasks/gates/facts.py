@@ -1,5 +1,5 @@
-"""What a run recorded, read once from its files: the facts every gate reads (``report.release_gate``
-for ``summarize --strict``, ``report.compare_models`` for ``compare-models``) and nothing else.
+"""What a run recorded, read once from its files: the facts every gate reads (``gates.release``
+for ``summarize --strict``, ``gates.regression`` for ``compare-models``) and nothing else.
 
 A run is an Inspect log, or an lm-eval results file with the samples file(s) of its tasks
 (``--log_samples``); a samples file without its results file is a run that did not finish.
