@@ -5,7 +5,7 @@ physicians label all criteria of a sample of the cases. ``physicians_estimate``
 (``scorers/physician_review.py``) turns the judge's census and the physicians' sample into the
 rubric accuracy the PHYSICIANS would give over every case (the stratified difference estimator of
 ``scorers/audit_estimate.py``: the judge's mean over all cases plus the mean physicians-minus-judge
-difference over the reviewed cases, with a normal interval) and the judge's bias (judge minus
+difference over the reviewed cases, with a Student's t interval) and the judge's bias (judge minus
 physicians). This bench checks that the 95% intervals hold the finite run's true figures in about
 95% of simulated runs, how wide they are, how much narrower than the physicians' sample alone, and
 how many reviewed cases give +-2 points on the bias.
@@ -89,8 +89,20 @@ bias is <= ``--target`` (0.02, +-2 points): the fixed sizes bracket it (widened 
 bisection on n to within 2% (the half-width goes as about 1/sqrt(n), and its Monte Carlo error is
 well under 1%, so the figure is good to about 5%).
 
+``--small-campaign`` measures instead the design an issue found short (a third of a small campaign's
+cases reviewed, tiny strata, the quotas rounded at random): 90 cases made by
+``bench/judge_cost.write_cases`` (the bundled sample's 12 cases repeated, 11 subject x difficulty
+strata of 7, 8 and 15 cases), the stand-in's own verdicts on its answers (``oracle_verdict``) as the
+physicians' labels, the ``alt`` judge (disagrees on a fifth of the criteria) and a judge that never
+says met; reviews of 20, 30 and 45 cases drawn with the export's sampler for seeds 1..``--reps``;
+and the same sizes on ``--populations`` random 90-case populations whose strata differ (met shares
+0.3-0.8, judge error rates 0.06-0.24 clustered in cases). Coverage of the physicians' census by the
+interval (Student's t with the n - H design degrees of freedom: the variance rests on n reviewed
+cases in H strata), mean half-width and the spread of the estimates.
+
 Usage:
     .venv/bin/python bench/physician_estimate.py
+    .venv/bin/python bench/physician_estimate.py --small-campaign --reps 2000 --populations 100
     .venv/bin/python bench/physician_estimate.py --bias 0 5 -10 --judge-spread 0 4 --sizes 30 50 100 200 \\
         --reps 1000 --seed 1 --kappa 0.7 --target 0.02 --contrast-bias 0 --contrast-sizes 30 50 100
     .venv/bin/python bench/physician_estimate.py --fixed-allocation   # the whole bench with the old draw
@@ -392,8 +404,102 @@ def layout_of(spread: float) -> str:
     return "spread" if spread == 0 else f"clustered ({spread:g})"
 
 
+def campaign_population(cases: int) -> tuple[dict[str, tuple[str, str]], dict[str, float], dict[str, dict[str, float]]]:
+    """The small campaign: ``cases`` cases by ``bench/judge_cost.write_cases``, the stand-in's answers,
+    its reference verdicts as the physicians' labels; per case the reference's share and each judge's."""
+    import importlib.util
+    import tempfile
+    from pathlib import Path
+
+    from clinconsensus_tasks.clinconsensus.dataset import load_cases
+    from clinconsensus_tasks.stand_in import candidate_answer, oracle_verdict
+
+    spec = importlib.util.spec_from_file_location("judge_cost", Path(__file__).with_name("judge_cost.py"))
+    judge_cost = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(judge_cost)  # type: ignore[union-attr]
+    path = Path(tempfile.mkdtemp()) / "cases.jsonl"
+    raw = judge_cost.write_cases(cases, path)
+    strata, reference, alt = {}, {}, {}
+    for row, case in zip(raw, load_cases(str(path)).cases):
+        answer, criteria = candidate_answer(case.question), [text for _, text in case.rubrics]
+        strata[case.case_id] = (row["subject"], row["difficulty"])
+        reference[case.case_id] = sum(oracle_verdict(answer, t, "judge-model") for t in criteria) / len(criteria)
+        alt[case.case_id] = sum(oracle_verdict(answer, t, "judge-alt") for t in criteria) / len(criteria)
+    return strata, reference, {"alt": alt, "never": dict.fromkeys(reference, 0.0)}
+
+
+def random_population(strata: dict[str, tuple[str, str]], seed: int, criteria: int = 30) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Per case a physicians' share and an ``alt`` judge's on the campaign's strata: strata differ in
+    met share (0.3-0.8) and in the judge's error rate (0.06-0.24, clustered in cases)."""
+    rng = np.random.default_rng(seed)
+    keys = sorted(set(strata.values()))
+    met_share, factor = dict(zip(keys, rng.uniform(0.3, 0.8, len(keys)))), dict(zip(keys, rng.uniform(0.4, 1.6, len(keys))))
+    reference, alt = {}, {}
+    for case, where in strata.items():
+        labels = rng.random(criteria) < rng.beta(met_share[where] * 4.8, (1 - met_share[where]) * 4.8)
+        rate = 0.15 * factor[where]
+        flips = rng.random(criteria) < rng.beta(rate * 4, (1 - rate) * 4)
+        reference[case], alt[case] = labels.mean(), (labels ^ flips).mean()
+    return reference, {"alt": alt, "never": dict.fromkeys(reference, 0.0)}
+
+
+def small_campaign(args: argparse.Namespace) -> None:
+    """``--small-campaign``: see the module docstring."""
+    started = time.perf_counter()
+    strata, reference, judges = campaign_population(90)
+    sizes: dict[tuple[str, str], int] = {}
+    for where in strata.values():
+        sizes[where] = sizes.get(where, 0) + 1
+    print(f"Small campaign: {len(strata)} cases in {len(sizes)} subject x difficulty strata of {sorted(set(sizes.values()))} cases; "
+          f"reviews drawn with the export's sampler (random rounding), seeds 1..{args.reps}")
+
+    def measure(reference: dict[str, float], judge: dict[str, float], n: int, seeds: range) -> tuple[int, int, float, list[float], int]:
+        truth = sum(reference.values()) / len(reference)
+        hits = defined = 0
+        half, estimates, stratified = 0.0, [], 0
+        for seed in seeds:
+            drawn = sample_cases(strata, n, seed)
+            est = physicians_estimate(judge, {c: (reference[c], judge[c]) for c in drawn}, strata)
+            p = est["physicians"]
+            estimates.append(p["estimate"])
+            stratified += est["design"] != "the run as one stratum"
+            if math.isfinite(p["low"]):
+                defined += 1
+                hits += p["low"] <= truth <= p["high"]
+                half += (p["high"] - p["low"]) / 2
+        return hits, defined, half, estimates, stratified
+
+    rows = []
+    for n in (20, 30, 45):
+        for name, judge in judges.items():
+            hits, defined, half, estimates, stratified = measure(reference, judge, n, range(1, args.reps + 1))
+            rows.append(("the campaign", name, n, hits / len(estimates), 100 * half / max(defined, 1), 100 * float(np.std(estimates, ddof=1)),
+                         stratified / len(estimates)))
+        for name in ("alt", "never"):
+            hits_all = count = 0
+            half_all, spread = 0.0, []
+            for i in range(args.populations):
+                population, others = random_population(strata, 1000 + i)
+                hits, defined, half, estimates, _ = measure(population, others[name], n, range(i * 50 + 1, i * 50 + 51))
+                hits_all, count, half_all = hits_all + hits, count + len(estimates), half_all + half
+                spread.append(float(np.std(estimates, ddof=1)))
+            rows.append((f"{args.populations} random populations", name, n, hits_all / count, 100 * half_all / count,
+                         100 * float(np.mean(spread)), math.nan))
+    print("\n| population | judge | reviewed | coverage | mean half-width (pts) | sd of estimates (pts) | stratified share |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for population, judge, n, coverage, half, sd, share in rows:
+        print(f"| {population} | {judge} | {n} | {coverage:.3f} | {half:.2f} | {sd:.2f} | {'' if math.isnan(share) else f'{share:.2f}'} |")
+    print(f"\n{time.perf_counter() - started:.0f} s")
+    print(json.dumps({"small_campaign": [dict(zip(("population", "judge", "reviewed", "coverage", "half_width_points", "sd_points",
+                                                   "stratified_share"), (p, j, n, c, h, sd, None if math.isnan(sh) else sh)))
+                                         for p, j, n, c, h, sd, sh in rows]}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--small-campaign", action="store_true",
+                        help="measure the small campaign's design instead (90 cases, tiny strata; see the module docstring)")
+    parser.add_argument("--populations", type=int, default=100, help="--small-campaign: random populations besides the campaign")
     parser.add_argument("--bias", type=float, nargs="+", default=[0.0, 5.0, -10.0], help="judge minus physicians, points")
     parser.add_argument("--judge-spread", type=float, nargs="+", default=[0.0, 4.0],
                         help="0: judge errors independent of the case; s > 0: per-case flip rates ~ Beta, concentration s")
@@ -418,6 +524,9 @@ def main() -> None:
     parser.add_argument("--contrast-sizes", type=int, nargs="*", default=[30, 50, 100], help="reviewed cases for the comparison")
     parser.add_argument("--jobs", type=int, default=2, help="settings run in parallel processes")
     args = parser.parse_args()
+    if args.small_campaign:
+        small_campaign(args)
+        return
     started = time.perf_counter()
 
     run = Run(args)
@@ -443,7 +552,7 @@ def main() -> None:
           f"truth = physicians' census mean over the {args.cases} cases")
     print(f"Judge: disagrees on D = {d:.4f} of rows (pooled kappa {args.kappa} at bias 0), flip rates set by D and the bias, "
           f"times g_h; judge spread 0 = rows flip independently, s > 0 = per-case flip rates ~ Beta(f s, (1 - f) s)")
-    print(f"Review: {rule}, all criteria of each case; physicians_estimate, 95% normal interval; {args.reps} runs per "
+    print(f"Review: {rule}, all criteria of each case; physicians_estimate, 95% interval (Student's t, n - H df); {args.reps} runs per "
           f"setting; seed {args.seed}; coverage MC se ~ {math.sqrt(0.95 * 0.05 / args.reps):.3f}")
     print(f"Stratified design (every subject >= 2 reviewed cases), random allocation: possible from n = {possible}, certain "
           f"from n = {certain}; probability " + ", ".join(f"{probability[n]:.3f} at n = {n}" for n in args.sizes

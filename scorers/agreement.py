@@ -34,6 +34,14 @@ import numpy as np
 
 Z_95 = 1.959963984540054
 RESAMPLES, LEVEL = 1000, 0.95
+
+
+def t_quantile(df: float, level: float = LEVEL) -> float:
+    """The two-sided ``level`` quantile of Student's t with ``df`` degrees of freedom (scipy's): what
+    multiplies a standard error estimated from few units (the normal's 1.96 is too short there)."""
+    from scipy.stats import t
+
+    return float(t.ppf(1 - (1 - level) / 2, df)) if df > 0 else math.nan
 MIN_CASES = 2  # the fewest contributing cases that give an interval
 
 

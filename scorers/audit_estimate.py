@@ -11,11 +11,16 @@ judge as the predictor): in each stratum h of N_h cases, n_h of them sampled wit
 
     estimate = sum_h W_h * (mean of local over the N_h cases + mean of (api - local) over the n_h)
     variance = sum_h W_h^2 * (1 - n_h / N_h) * s_h^2 / n_h
+    interval = estimate +- t(n - H) * sqrt(variance)
 
 with W_h = N_h / N and s_h^2 the sample variance (n_h - 1) of the differences. The local judge's
 mean is a census of the run's cases, not a sample, so it adds no variance; the finite-population
-factor makes a stratum sampled in full contribute none. Any per-case value works: a CACS@k term,
-a Pass@k indicator, a case's share of met criteria.
+factor makes a stratum sampled in full contribute none. The variance is estimated from the n
+sampled cases in H strata, so the interval uses Student's t with the design's n - H degrees of
+freedom, not the normal's 1.96: a review of 30 cases in 11 strata estimates its variance about as
+well as 19 cases would, and 1.96 there covered 0.93 at best (bench/physician_estimate.py
+--small-campaign). Any per-case value works: a CACS@k term, a Pass@k indicator, a case's share of
+met criteria.
 
 The kappa interval is the project's one case bootstrap (``scorers.agreement``): the 30 criteria
 of a case are graded from one answer and are not independent, so cases, not criteria, are the
@@ -28,7 +33,7 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping
 
-from clinconsensus_tasks.scorers.agreement import Z_95, Interval, kappa_interval, stratified_draw
+from clinconsensus_tasks.scorers.agreement import Z_95, Interval, kappa_interval, stratified_draw, t_quantile
 
 __all__ = ["MIN_PER_STRATUM", "Z_95", "Interval", "difference_estimate", "kappa_interval", "stratified_sample"]
 
@@ -46,13 +51,14 @@ def stratified_sample(strata: Mapping[str, Hashable], share: float, seed: int) -
 
 
 def difference_estimate(local: Mapping[str, float], api: Mapping[str, float], strata: Mapping[str, Hashable],
-                        z: float = Z_95, finite_population: bool = True) -> Interval:
+                        z: float | None = None, finite_population: bool = True) -> Interval:
     """The API judge's mean over every case of ``local`` (the local judge's per-case values), from
     the sampled cases in ``api``; ``strata`` gives each case's stratum (see the module docstring).
     ``finite_population=False`` when a sampled case's value is itself estimated (a share of its
     criteria reviewed, rows left out): the factor (1 - n_h / N_h) is dropped, so a stratum sampled
     whole still carries the variance of its cases' values (the with-replacement variance, which
-    is conservative for a two-stage sample)."""
+    is conservative for a two-stage sample). ``z``: the interval's multiplier; by default Student's
+    t with the design's degrees of freedom, the sampled cases less the strata."""
     missing = sorted(set(api) - set(local))
     if missing:
         raise ValueError(f"cases graded by the API judge but not by the local judge: {', '.join(missing[:5])}")
@@ -61,15 +67,20 @@ def difference_estimate(local: Mapping[str, float], api: Mapping[str, float], st
         groups[strata[case_id]].append(case_id)
     total = len(local)
     estimate = variance = 0.0
+    sampled = 0
     for stratum, ids in groups.items():
         diffs = [api[i] - local[i] for i in ids if i in api]
         if len(diffs) < min(MIN_PER_STRATUM, len(ids)):
             raise ValueError(f"stratum {stratum!r}: {len(diffs)} of {len(ids)} cases graded by the API judge; "
                              f"need at least {MIN_PER_STRATUM} (or all) to estimate it")
         weight, n = len(ids) / total, len(diffs)
+        sampled += n
         d_mean = sum(diffs) / n
         estimate += weight * (sum(local[i] for i in ids) / len(ids) + d_mean)
         if n < len(ids) or (not finite_population and n > 1):
             s2 = sum((d - d_mean) ** 2 for d in diffs) / (n - 1)
             variance += weight**2 * ((1 - n / len(ids)) if finite_population else 1.0) * s2 / n
+    if z is None:
+        df = sampled - len(groups)
+        z = t_quantile(df) if df > 0 else Z_95  # no spread to estimate: a census, or one case a stratum (no variance)
     return Interval.around(estimate, math.sqrt(variance), z)

@@ -186,5 +186,5 @@ def physicians_estimate(judge_census: Mapping[str, float], reviewed: Mapping[str
                "difference is the same): a sample without spread gives no interval; review more cases")
         return {**out, "design": design, "physicians": Interval.undefined(physicians.estimate).to_dict(),
                 "bias": Interval.undefined(judge - physicians.estimate).to_dict(), "why": why}
-    bias = Interval.around(judge - physicians.estimate, physicians.stderr)
+    bias = Interval(judge - physicians.estimate, physicians.stderr, judge - physicians.high, judge - physicians.low)  # the same t
     return {**out, "design": design, "physicians": physicians.to_dict(), "bias": bias.to_dict(), "why": ""}

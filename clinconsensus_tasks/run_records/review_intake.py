@@ -38,11 +38,12 @@ class PhysicianTally:
     labelled: int = 0  # accepted labels (cannot tell included)
     cannot_tell: int = 0
     files: list[str] = field(default_factory=list)  # the sheets read (a physician's unfilled copy beside a filled one is not)
-    left_out: Counter = field(default_factory=Counter)  # reason -> rows
+    left_out: Counter = field(default_factory=Counter)  # reason -> assigned rows not labelled for it (each row once)
+    extra_lines: Counter = field(default_factory=Counter)  # reason -> sheet lines that are no assigned row (added, moved, a copy)
 
     def to_dict(self) -> dict[str, Any]:
         return {"assigned": self.assigned, "labelled": self.labelled, "cannot_tell": self.cannot_tell, "files": self.files,
-                "unlabelled": self.assigned - self.labelled, "left_out": dict(self.left_out)}
+                "unlabelled": self.assigned - self.labelled, "left_out": dict(self.left_out), "extra_lines": dict(self.extra_lines)}
 
 
 @dataclass
@@ -103,10 +104,12 @@ class _Returned:
     sheet: Sheet
     labels: dict[str, tuple[int, str]] = field(default_factory=dict)  # row id -> (row number, label)
     unlabelled: list[tuple[int, str, str]] = field(default_factory=list)  # (row number, row id, why)
-    problems: list[tuple[str, str]] = field(default_factory=list)  # (message, reason): rows left out
+    problems: list[tuple[str, str, str | None]] = field(default_factory=list)  # (message, reason, the assigned row or None)
 
-    def leave_out(self, message: str, reason: str) -> None:
-        self.problems.append((message, reason))
+    def leave_out(self, message: str, reason: str, rid: str | None = None) -> None:
+        """A line left out: ``rid`` the assigned row it stood for (``None``: a line that is no assigned
+        row of this sheet's physician: added, moved in, a copy)."""
+        self.problems.append((message, reason, rid))
 
 
 def load_review(folder: str | Path) -> Review:
@@ -145,12 +148,14 @@ def coverage(review: Review) -> dict[str, Any]:
     """What the review's figures rest on: rows assigned and labelled, rows left out by reason, the
     physicians who returned nothing, the sheet files left out whole (JSON-ready)."""
     left_out: Counter = Counter()
+    extra: Counter = Counter()
     for tally in review.physicians.values():
         left_out.update(tally.left_out)
+        extra.update(tally.extra_lines)
     return {"rows_assigned": sum(t.assigned for t in review.physicians.values()),
             "rows_labelled": sum(t.labelled for t in review.physicians.values()),
             "rows_cannot_tell": sum(t.cannot_tell for t in review.physicians.values()),
-            "left_out": dict(sorted(left_out.items())), "not_returned": [f"P{p}" for p in review.not_returned],
+            "left_out": dict(sorted(left_out.items())), "extra_lines": dict(sorted(extra.items())), "not_returned": [f"P{p}" for p in review.not_returned],
             "short": {f"P{p}": round(t.labelled / t.assigned, 4) for p, t in review.physicians.items()
                       if p not in review.not_returned and t.assigned and t.labelled < MIN_LABELLED_SHARE * t.assigned},
             "unreadable": list(review.unreadable)}
@@ -163,6 +168,8 @@ def coverage_text(cov: Mapping[str, Any]) -> str:
         text += f" ({cov['rows_cannot_tell']} of them 'cannot tell')"
     if cov["left_out"]:
         text += "; left out: " + ", ".join(f"{why} {n}" for why, n in cov["left_out"].items())
+    if cov.get("extra_lines"):
+        text += "; sheet lines that are no assigned row: " + ", ".join(f"{why} {n}" for why, n in cov["extra_lines"].items())
     if cov["not_returned"]:
         text += f"; no usable labels back from {', '.join(cov['not_returned'])}"
     if cov.get("short"):
@@ -196,7 +203,7 @@ def _check_sheet(sheet: Sheet, review: Review) -> tuple[str | None, _Returned]:
         why = _row_problem(row.cells, rid, match, physician, review)
         if why:
             column, text, reason = why
-            checked.leave_out(f"{sheet.where(row.number, column)}: {text}; the row is left out", reason)
+            checked.leave_out(f"{sheet.where(row.number, column)}: {text}; the row is left out", reason, rid if reason == "edited" else None)
             continue
         label, reason = read_label(row.cells["label"])
         if rid in seen:
@@ -209,7 +216,7 @@ def _check_sheet(sheet: Sheet, review: Review) -> tuple[str | None, _Returned]:
             checked.labels[rid] = (row.number, label)
     for rid in review.key["rows"]:
         if ROW_ID.match(rid).group("physician") == physician and rid not in present:
-            checked.leave_out(f"{sheet.where()}: row {rid} is missing (deleted from the sheet?); not labelled", "deleted")
+            checked.leave_out(f"{sheet.where()}: row {rid} is missing (deleted from the sheet?); not labelled", "deleted", rid)
     return physician, checked
 
 
@@ -230,7 +237,7 @@ def _copy(checked: _Returned, sheet: Sheet, number: int, rid: str, first: int, l
         del checked.labels[rid]
         conflicted.add(rid)
         checked.leave_out(f"{sheet.where(held[0], 'label')}: row {rid} has another label in its copy at row {number}; "
-                          "the row is left out", "duplicated")
+                          "the row is left out", "duplicated", rid)
 
 
 def _row_problem(cells: Mapping[str, str], rid: str, match: Any, physician: str, review: Review) -> tuple[str, str, str] | None:
@@ -263,10 +270,14 @@ def _merge(physician: str, returned: list[_Returned], review: Review) -> None:
         if r not in used:
             review.notes.append(f"{r.sheet.where()}: no labels; physician {physician}'s "
                                 f"{', '.join(u.sheet.path.name for u in used)} is read instead")
+    why_not: dict[str, str] = {}  # assigned row -> the first reason it was left out (counted once, per row)
     for r in used:
-        for message, reason in r.problems:
+        for message, reason, rid in r.problems:
             review.problems.append(message)
-            tally.left_out[reason] += 1
+            if rid is None:
+                tally.extra_lines[reason] += 1
+            else:
+                why_not.setdefault(rid, reason)
     if len(used) > 1:  # a note: where the sheets disagree, each such row is named in the problems
         review.notes.append(f"physician {physician}: {len(used)} filled sheets ({', '.join(u.sheet.path.name for u in used)}); "
                             "the rows they agree on or that one of them labelled are kept")
@@ -276,17 +287,22 @@ def _merge(physician: str, returned: list[_Returned], review: Review) -> None:
             if rid in labels and labels[rid][0] not in (label, ""):
                 review.problems.append(f"{r.sheet.where(number, 'label')}: row {rid} says {label!r} where {labels[rid][1]} says "
                                        f"{labels[rid][0]!r}: two sheets of physician {physician} disagree; the row is left out")
-                tally.left_out["two sheets disagree"] += 1
+                why_not.setdefault(rid, "two sheets disagree")
                 labels[rid] = ("", labels[rid][1])
             labels.setdefault(rid, (label, r.sheet.where(number)))
     for r in used:
         for number, rid, why in r.unlabelled:
             if rid not in labels:
                 review.problems.append(f"{r.sheet.where(number, 'label')}: row {rid}: {why}; not labelled")
-                tally.left_out["no label" if why == NO_LABEL else "label not accepted"] += 1
+                why_not.setdefault(rid, "no label" if why == NO_LABEL else "label not accepted")
                 labels[rid] = ("", "")
     for rid, (label, _) in labels.items():
         if label:
             review.labels.setdefault(review.key["rows"][rid], {})[physician] = label
             tally.labelled += 1
             tally.cannot_tell += label == CANNOT_TELL
+    for rid, reason in why_not.items():  # a row labelled after all (the line left out was a stray copy of it) is no row left out
+        if labels.get(rid, ("",))[0]:
+            tally.extra_lines[reason] += 1
+        else:
+            tally.left_out[reason] += 1

@@ -22,13 +22,18 @@ def test_difference_estimate_worked_by_hand():
     # Stratum B: 2 cases, local 1.0 and 0.0, both audited, API 1.0 and 1.0: estimate 0.5 + 0.5 = 1.0,
     #   no variance (the whole stratum was audited).
     # Overall: 4/6 * 0.65 + 2/6 * 1.0 = 23/30; variance (4/6)^2 * (1 - 2/4) * 0.045 / 2 = 0.005.
+    # The interval: Student's t with 4 sampled cases less 2 strata = 2 degrees of freedom, 4.30265.
     local = {"a1": 0.2, "a2": 0.4, "a3": 0.6, "a4": 0.8, "b1": 1.0, "b2": 0.0}
     api = {"a1": 0.5, "a3": 0.6, "b1": 1.0, "b2": 1.0}
     strata = {"a1": "A", "a2": "A", "a3": "A", "a4": "A", "b1": "B", "b2": "B"}
     result = difference_estimate(local, api, strata)
     assert result.estimate == pytest.approx(23 / 30)
     assert result.stderr == pytest.approx(math.sqrt(0.005))
-    assert (result.low, result.high) == pytest.approx((23 / 30 - Z_95 * math.sqrt(0.005), 23 / 30 + Z_95 * math.sqrt(0.005)))
+    t_2 = 4.302652729911275  # Student's t, 2 degrees of freedom, 97.5th percentile
+    assert (result.low, result.high) == pytest.approx((23 / 30 - t_2 * math.sqrt(0.005), 23 / 30 + t_2 * math.sqrt(0.005)))
+    # the normal's multiplier when the caller gives it
+    given = difference_estimate(local, api, strata, z=Z_95)
+    assert (given.low, given.high) == pytest.approx((23 / 30 - Z_95 * math.sqrt(0.005), 23 / 30 + Z_95 * math.sqrt(0.005)))
 
 
 def test_difference_estimate_is_exact_when_every_case_is_audited():

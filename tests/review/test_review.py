@@ -42,7 +42,7 @@ from clinconsensus_tasks.gates.bar import ReleaseBar
 from clinconsensus_tasks.gates.facts import RunFacts
 from clinconsensus_tasks.gates.release import run_problems
 from clinconsensus_tasks.run_records.review_export import KEY_FILE, ReviewRun, plan_review, write_review
-from clinconsensus_tasks.run_records.review_intake import load_review
+from clinconsensus_tasks.run_records.review_intake import coverage, coverage_text, load_review
 from clinconsensus_tasks.run_records.review_score import run_agreement, score_review
 from clinconsensus_tasks.run_records.review_sheets import CELL_LIMIT, SHEET, read_sheet, shown_text
 from clinconsensus_tasks.scorers.agreement import Confusion, case_draws, macro_f1, precision_recall_f1
@@ -222,7 +222,7 @@ def test_round_trip_as_a_physician_fills_it_gives_the_hand_worked_figures(tmp_pa
     assert head["rubric_accuracy"] == {"physicians": 0.5, "judge": 0.5} and head["complete_answers"] == 4
     assert head["metrics"]["pass@5"] == {"physicians": 1.0, "judge": 1.0} and head["metrics"]["cacs@4"]["judge"] == pytest.approx(2 / 7)
     assert result["physicians"]["P1"] == {"assigned": 40, "labelled": 40, "cannot_tell": 0, "files": ["physician_1.xlsx"],
-                                         "unlabelled": 0, "left_out": {}}
+                                         "unlabelled": 0, "left_out": {}, "extra_lines": {}}
     assert result["notes"] == ["review/physician_1.csv: no labels; physician 1's physician_1.xlsx is read instead".replace(
         "review/", str(folder) + "/")] and result["problems"] == []
 
@@ -337,10 +337,14 @@ def test_every_bad_sheet_is_named_and_the_good_rows_are_kept(tmp_path):
     assert "physician 2: 3 filled sheets (physician_2 (copy).xlsx, physician_2.csv, physician_2.xlsx)" in "\n".join(result["notes"])
     assert f"{folder}/physician_2.csv, row 2, column E (判定 Label)" in problems and "two sheets of physician 2 disagree" in problems
     tally = result["physicians"]
-    # Physician 1: 30 rows; 3 edited, 1 label not accepted, 1 empty, 1 deleted left out: 24 kept.
+    # Physician 1: 30 rows; 3 edited, 1 label not accepted, 1 empty, 1 deleted left out: 24 kept, each
+    # assigned row counted once; the lines that are no assigned row (two added, a copy) apart.
     assert tally["P1"]["labelled"] == 24 and tally["P1"]["left_out"] == {"edited": 3, "label not accepted": 1, "no label": 1,
-                                                                          "deleted": 1, "added": 2, "duplicated": 1}
+                                                                          "deleted": 1}
+    assert tally["P1"]["extra_lines"] == {"added": 2, "duplicated": 1}
     assert tally["P2"]["labelled"] == 29 and tally["P2"]["left_out"] == {"two sheets disagree": 1}
+    for t in tally.values():
+        assert t["labelled"] + sum(t["left_out"].values()) == t["assigned"]
     assert sorted(p.read_bytes() for p in folder.glob("*.json")) == run_files  # nothing rewritten
 
 
@@ -554,7 +558,8 @@ def test_a_blank_copy_of_a_row_keeps_its_label_and_a_labelled_copy_fills_a_blank
     sheet.append([second[0], *second[1:4], second[4], None])  # ... and labelled in its copy
     book.save(folder / "physician_1.xlsx")
     review = load_review(folder)
-    assert review.physicians["1"].labelled == 40 and review.physicians["1"].left_out == {"duplicated": 2}
+    assert review.physicians["1"].labelled == 40 and review.physicians["1"].left_out == {}
+    assert review.physicians["1"].extra_lines == {"duplicated": 2}
     assert score_review(review)["judges"][0]["overall"]["kappa"]["estimate"] == pytest.approx(0.7)
 
 
@@ -629,7 +634,8 @@ def physicians_of_twelve(case: str, i: int) -> bool:
 def test_the_physicians_estimate_of_a_run_worked_by_hand(tmp_path):
     # The judge says met on criteria 0-4 of all 12 cases: its rubric accuracy is 0.5 over the run.
     # Four cases reviewed (all 10 criteria): each case's difference d = physicians' share - 0.5.
-    # One stratum with 4 reviewed cases: estimate 0.5 + mean(d); variance (1 - 4/12) * s^2(d) / 4.
+    # One stratum with 4 reviewed cases: estimate 0.5 + mean(d); variance (1 - 4/12) * s^2(d) / 4;
+    # the interval's multiplier Student's t with 4 - 1 = 3 degrees of freedom (3.18245), not 1.96.
     run = twelve_cases(lambda c, i: i < 5)
     folder = export(tmp_path, [run], cases=4)
     fill_xlsx(folder / "physician_1.xlsx", physicians_of_twelve)
@@ -643,8 +649,9 @@ def test_the_physicians_estimate_of_a_run_worked_by_hand(tmp_path):
     ra = est["metrics"]["rubric_accuracy"]
     assert ra["judge"] == 0.5 and ra["cases"] == 12 and ra["reviewed_cases"] == 4 and ra["design"] == "subject x difficulty"
     assert ra["physicians"]["estimate"] == pytest.approx(0.5 + mean) and ra["physicians"]["stderr"] == pytest.approx(se)
-    assert ra["physicians"]["low"] == pytest.approx(0.5 + mean - 1.959963984540054 * se)
+    assert ra["physicians"]["low"] == pytest.approx(0.5 + mean - 3.182446305284263 * se)
     assert ra["bias"]["estimate"] == pytest.approx(-mean) and ra["bias"]["stderr"] == pytest.approx(se)
+    assert ra["bias"]["high"] == pytest.approx(-mean + 3.182446305284263 * se)
     # Every criterion labelled: Pass@k and CACS@k too. With N = 10, k = 10: nobody meets all 10 (terms 0).
     assert est["complete_cases"] == 4 and set(est["metrics"]) == {"rubric_accuracy", "pass@10", "pass@7", "cacs@10", "cacs@7"}
     assert est["metrics"]["cacs@10"]["physicians"]["estimate"] == 0.0 and est["metrics"]["cacs@10"]["judge"] == 0.0
@@ -734,3 +741,21 @@ def test_every_case_has_the_same_chance_of_being_reviewed():
     assert sum(z2) / len(z2) < 1.3  # about 1 when every case is drawn with probability n / N
     fixed = allocate({s: sum(1 for v in strata.values() if v == s) for s in set(strata.values())}, n)
     assert sum(1 for k in fixed.values() if k == 0) > 0  # the deterministic rule leaves subjects out of every draw
+
+
+def test_a_row_id_pasted_over_another_row_counts_each_assigned_row_once(tmp_path):
+    # Row A's id pasted over row B's: B's line now claims to be A (its texts are B's: edited), and B
+    # is missing. A stays labelled, B is left out once (deleted), and the stray line is no row of its own:
+    # labelled plus left out is the rows assigned, never more.
+    folder = export(tmp_path, [run_of()])
+    fill_xlsx(folder / "physician_1.xlsx", physician_met)
+    book = load_workbook(folder / "physician_1.xlsx")
+    sheet = book[SHEET]
+    a = sheet.cell(row=2, column=1).value
+    sheet.cell(row=3, column=1).value = a
+    book.save(folder / "physician_1.xlsx")
+    review = load_review(folder)
+    tally = review.physicians["1"]
+    assert tally.left_out == {"deleted": 1} and tally.extra_lines == {"edited": 1}
+    assert tally.labelled + sum(tally.left_out.values()) == tally.assigned
+    assert "sheet lines that are no assigned row: edited 1" in coverage_text(coverage(review))

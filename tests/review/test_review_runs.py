@@ -117,8 +117,8 @@ def test_a_team_reviews_its_judges_from_both_frameworks_runs(campaign, capsys):
     assert result["physician_agreement"]["pairwise"]["P1-P2"]["kappa"]["estimate"] == pytest.approx(1.0)
     # 6 shared cases (180 rows) for both, the other 6 cases split 3 and 3 (the least loaded first, ties to the lower number).
     assert {p: t["labelled"] for p, t in result["physicians"].items()} == {"P1": 270, "P2": 270}
-    assert result["coverage"] == {"rows_assigned": 540, "rows_labelled": 540, "rows_cannot_tell": 0, "left_out": {}, "not_returned": [],
-                                  "short": {}, "unreadable": []}
+    assert result["coverage"] == {"rows_assigned": 540, "rows_labelled": 540, "rows_cannot_tell": 0, "left_out": {}, "extra_lines": {},
+                                  "not_returned": [], "short": {}, "unreadable": []}
     assert result["problems"] == []
     kappa = judges[("cand-model (inspect)", "judge")]["overall"]["kappa"]
 
