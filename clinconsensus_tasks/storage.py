@@ -90,11 +90,11 @@ def location(raw: str | os.PathLike[str] | Any) -> Location:
 
 
 def same_file(a: Location, b: Location) -> bool:
-    """Whether two locations (paths, or URLs of one filesystem) name the same file: URLs compared
-    by the path their filesystem strips them to, so a protocol's aliases and ``memory://x`` against
-    ``memory:///x`` are the same."""
+    """Whether two locations (paths, or URLs of one filesystem) name the same file: local paths
+    resolved, URLs compared by the path their filesystem strips them to, so a protocol's aliases and
+    ``memory://x`` against ``memory:///x`` are the same."""
     if isinstance(a, Path) or isinstance(b, Path):
-        return isinstance(a, Path) and isinstance(b, Path) and a == b
+        return isinstance(a, Path) and isinstance(b, Path) and a.resolve() == b.resolve()
     return a.fs.protocol == b.fs.protocol and a.path.rstrip("/") == b.path.rstrip("/")
 
 
@@ -182,10 +182,9 @@ def open_binary(path: Location) -> BinaryIO:
 
 
 def same_location(a: Any, b: Any) -> bool:
-    """Whether two arguments name the same file or folder (local paths resolved, URLs compared as written)."""
-    if is_url(a) or is_url(b):
-        return str(location(a)).rstrip("/") == str(location(b)).rstrip("/")
-    return Path(a).resolve() == Path(b).resolve()
+    """Whether two arguments name the same file or folder: :func:`same_file` of their locations, so
+    ``file:///x`` is ``/x`` and a URL typed one way is the same URL typed another."""
+    return same_file(location(a), location(b))
 
 
 def file_sha256(path: str | os.PathLike[str] | Any) -> str:

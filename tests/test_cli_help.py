@@ -9,7 +9,9 @@ import re
 import subprocess
 import sys
 
-from clinconsensus_tasks.cli import HelpFormatter, build_parser
+import pytest
+
+from clinconsensus_tasks.cli import HelpFormatter, build_parser, main
 from clinconsensus_tasks.commands.tables import display_width, format_table
 
 
@@ -100,3 +102,14 @@ def test_the_stand_in_server_is_a_command_of_its_own():
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("command", [["rescore", "run.eval", "--output", "out.eval"], ["summarize", "--strict", "logs"],
+                                     ["compare-models", "a.eval", "b.eval"]])
+def test_a_bad_failure_threshold_is_named_as_the_flag_it_came_in(command, capsys):
+    # It was reported under CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD, the variable the flag stands over.
+    with pytest.raises(SystemExit) as stop:
+        main([*command, "--judge-failure-threshold", "abc"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "argument --judge-failure-threshold: --judge-failure-threshold='abc': expected a share" in err
+    assert "CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD" not in err

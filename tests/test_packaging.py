@@ -28,6 +28,7 @@ from frameworks import HEADLINE, expected_metrics
 from wheel_build import build_wheel
 
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def installed_editable() -> bool:
@@ -141,3 +142,38 @@ def test_lm_eval_cli_with_include_path(fake_server, tmp_path):
     include = subprocess.run([str(BIN / "clinconsensus-eval"), "include-path"], capture_output=True, text=True, check=True, cwd=tmp_path)
     metrics, _ = _run_lm_eval(fake_server, tmp_path, ["--include_path", include.stdout.strip()])
     assert {k: metrics[k] for k in HEADLINE} == expected_metrics()
+
+
+@pytest.fixture(scope="module")
+def target_site(tmp_path_factory) -> Path:
+    """The checkout's wheel installed with ``pip install --no-deps --target DIR``: a package Inspect
+    finds on ``PYTHONPATH``, not under a ``site-packages`` folder, which it does not take for installed."""
+    root = tmp_path_factory.mktemp("target")
+    wheel = next(iter(sorted((ROOT / "dist").glob("clinconsensus_tasks-*.whl"))), None) if not installed_editable() else None
+    wheel = wheel or build_wheel(root)
+    site = root / "lib"
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)],
+                               capture_output=True, text=True, timeout=600)
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    assert "site-packages" not in str(site)
+    return site
+
+
+@pytest.mark.slow
+def test_inspect_finds_the_task_by_its_package_name_on_pythonpath(fake_server, tmp_path, target_site):
+    # inspect eval clinconsensus_tasks/clinconsensus said "No inspect tasks were found" for a package
+    # on PYTHONPATH: its tasks were registered under their bare names (docs/backends.md).
+    env = {**os.environ, "PYTHONPATH": str(target_site), "CLINCONSENSUS_JUDGE_PROMPT": "project"}
+    done = subprocess.run([sys.executable, "-c", "import clinconsensus_tasks; print(clinconsensus_tasks.__file__)"], env=env,
+                          capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert Path(done.stdout.strip()).is_relative_to(target_site)  # the package comes from the --target folder
+    done = subprocess.run([sys.executable, "-m", "inspect_ai", "eval", "clinconsensus_tasks/clinconsensus", "--model",
+                           "openai-api/cand/cand-model", "--model-role", "grader=openai-api/judge/judge-model", "-T", "data=sample",
+                           "--limit", "1", "--log-dir", str(tmp_path / "logs"), "--display", "none"],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0 and "No inspect tasks were found" not in done.stderr, done.stderr[-3000:]
+    from inspect_ai.log import read_eval_log
+
+    (log,) = (tmp_path / "logs").glob("*.eval")
+    header = read_eval_log(str(log), header_only=True)
+    assert header.status == "success" and header.eval.task == "clinconsensus_tasks/clinconsensus"

@@ -14,6 +14,18 @@ def thresholds_type(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def failure_share_type(text: str) -> str:
+    """``--judge-failure-threshold``'s value, checked as it is read (an error names the flag, not the
+    environment variable it stands over); kept as written for the command to parse."""
+    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import parse_failure_share
+
+    try:
+        parse_failure_share(text, "--judge-failure-threshold")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def add_thresholds(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thresholds", type=thresholds_type, default="7,10", help="k values for Pass@k and CACS@k, comma-separated")
 

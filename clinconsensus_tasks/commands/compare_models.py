@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from clinconsensus_tasks import json_output
+from clinconsensus_tasks.commands.arguments import failure_share_type
 from clinconsensus_tasks.gates.bar import RELEASE_FAILURE_SHARE, ReleaseBar
 from clinconsensus_tasks.gates.regression import (
     check_runs, compare_runs, format_refusal, format_table, pairable_from_facts, parse_gates, write_junit, write_refusal_junit,
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-criteria", type=int, default=DEFAULT_N_CRITERIA, help="expected criteria per case, N (default 30)")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples and permutations (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of both (default 0)")
-    parser.add_argument("--judge-failure-threshold", metavar="SHARE",
+    parser.add_argument("--judge-failure-threshold", metavar="SHARE", type=failure_share_type,
                         help="accept runs with this share of failed judgments (default 0.01, the bar of summarize --strict; "
                              "another value is printed on the RESULT line)")
     parser.add_argument("--allow-different-data", action="store_true",

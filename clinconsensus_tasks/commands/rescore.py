@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from clinconsensus_tasks import json_output
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
-from clinconsensus_tasks.commands.arguments import judge_settings
+from clinconsensus_tasks.commands.arguments import failure_share_type, judge_settings
 from clinconsensus_tasks.run_records.protocol import Protocol, prompt_change, protocol_template, recorded_protocol
 from clinconsensus_tasks.run_records.regrade import regrade
 from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-model", help="judge model name; default $CLINCONSENSUS_JUDGE_MODEL")
     p.add_argument("--judge-api-key", help="judge API key; default $CLINCONSENSUS_JUDGE_API_KEY, else EMPTY")
     p.add_argument("--judge-concurrency", type=int, help="judge requests in flight; default $CLINCONSENSUS_JUDGE_CONCURRENCY, else 32")
-    p.add_argument("--judge-failure-threshold", help="share of failed judgments that stops the command (0.01 or 1%%; 0 = never); "
+    p.add_argument("--judge-failure-threshold", type=failure_share_type, help="share of failed judgments that stops the command (0.01 or 1%%; 0 = never); "
                                                      "default: the log's, else $CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD, else 0.01")
 
 

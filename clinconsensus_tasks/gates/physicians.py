@@ -8,6 +8,10 @@ against a physicians' review (``run_records.review_score.run_agreement``, in ``R
 * :func:`judge_bias` (``--max-judge-bias X``): the interval of the judge's bias on rubric accuracy
   (its headline minus the physicians' estimate over every case) within +-X points.
 
+A refusal says which kind it is: the judge falls short (the whole interval lies past the bar: no
+review of any size would pass it, so the judge must change), or the review is too small to show it
+(a larger review could change the outcome: the cases it would need), as ``gates.reliability`` does.
+
 A one-sided test on an interval, never on the estimate alone (docs/review.md). The one-line texts
 the gate and ``summarize`` print of a review are here too (:func:`physicians_text`, :func:`estimate_text`).
 """
@@ -111,11 +115,17 @@ def judge_bias(run: RunFacts, bar: ReleaseBar) -> list[str]:
     if not run.physicians["rows"]:
         return [_no_rows(run.physicians)]
     est = (run.physicians.get("physicians_estimate") or {}).get("metrics", {}).get("rubric_accuracy")
+    x = bar.max_judge_bias
+    if est and not undefined(est["bias"]["low"]) and (100 * est["bias"]["low"] > x or 100 * est["bias"]["high"] < -x):
+        low, high = est["bias"]["low"], est["bias"]["high"]
+        return [f"{estimate_text(run.physicians)}: the judge falls short: its whole bias interval [{points(low)}, {points(high)}] lies "
+                f"beyond +-{x:g} points (--max-judge-bias), so no review of any size would show it within; correct the judge "
+                "(another model or prompt) and review it again"]
     if not est or undefined(est["bias"]["low"]) or est["reviewed_cases"] < GATE_MIN_CASES:
         return [f"{estimate_text(run.physicians)}: too small a review to show the judge's bias within +-{bar.max_judge_bias:g} "
                 f"points (the gate reads an interval from at least {GATE_MIN_CASES} reviewed cases; docs/review.md's simulation "
                 "asks for about 80 for +-2 points with the judge's errors spread evenly, 180 with them clustered)"]
-    low, high, x = 100 * est["bias"]["low"], 100 * est["bias"]["high"], bar.max_judge_bias
+    low, high = 100 * est["bias"]["low"], 100 * est["bias"]["high"]
     if low < -x or high > x:
         return [f"{estimate_text(run.physicians)}: the bias interval [{points(low / 100)}, {points(high / 100)}] is not within "
                 f"+-{x:g} points (--max-judge-bias)"]
@@ -136,7 +146,11 @@ def min_kappa(run: RunFacts, bar: ReleaseBar) -> list[str]:
     if not found["rows"]:
         return problems + [_no_rows(found)]
     kappa, cases = found["overall"]["kappa"], found["overall"]["cases"]
-    if cases < GATE_MIN_CASES or found["rows"] < GATE_MIN_ROWS or undefined(kappa["low"]):
+    if not undefined(kappa["high"]) and kappa["high"] < bar.min_kappa:
+        problems.append(f"{physicians_text(found)}: the judge falls short: its whole kappa interval lies below --min-kappa "
+                        f"{bar.min_kappa:g}, so no review of any size would show kappa >= {bar.min_kappa:g}; change the judge "
+                        "(another model or prompt) and review it again")
+    elif cases < GATE_MIN_CASES or found["rows"] < GATE_MIN_ROWS or undefined(kappa["low"]):
         problems.append(f"{physicians_text(found)}: too small a review to show kappa >= {bar.min_kappa:g} "
                         f"({_cases_needed({**kappa, 'low': math.nan}, cases, bar.min_kappa)})")
     elif kappa["low"] < bar.min_kappa:

@@ -150,7 +150,8 @@ def bar_chart(groups: Sequence[str], series: Mapping[str, Sequence[float | None]
     bar_w = max(6, min(22, int((1000 / max(1, len(groups)) - gap) / max(1, len(names)))))
     group_w = bar_w * max(1, len(names)) + gap
     plot_w = group_w * len(groups)
-    w, h = round(left + plot_w + 20 + legend_width(names)), top + plot_h + 50
+    # At least as wide as the title (one bar of one series leaves a narrow plot; the title was cut off).
+    w, h = round(max(left + plot_w + 20 + legend_width(names), text_width(title, 14) + 40)), top + plot_h + 50
     sy = lambda y: top + plot_h * (1 - y / ymax)  # noqa: E731
     body = [_text(min(w / 2, 400), 18, title, size=14, extra='font-weight="bold"')]
     for step in range(6):

@@ -19,7 +19,7 @@ from clinconsensus_tasks.storage import location, storage_errors
 # The settings of the judging protocol a run records in its header (Inspect's task arguments,
 # lm-eval's ``--metadata`` in the results file) that a re-scoring keeps unless told otherwise.
 # The prompt and the judge mode are recorded with every case.
-HEADER_PROTOCOL = ("judge_failure_threshold", "judge_max_tokens")
+HEADER_PROTOCOL = ("judge_failure_threshold", "judge_max_tokens", "judge_structured_output")
 PROMPT_FIELDS = ("judge_prompt", "judge_prompt_sha256", "judge_prompt_source")
 
 

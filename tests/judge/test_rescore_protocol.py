@@ -142,3 +142,15 @@ def test_the_logs_failure_threshold_stands_and_a_missing_header_is_said(fake_ser
     assert code == 0, err
     assert "rescore: the log's header: none found (a samples file without its results file)" in err
     assert result["protocol"]["header"] == "" and "judge_failure_threshold" not in result["protocol"]["from_log"]
+
+
+def test_a_run_judged_with_structured_output_is_rescored_with_it(fake_server, tmp_path, monkeypatch, capsys):
+    # The log's task arguments record judge_structured_output; the re-scoring sends the verdict's
+    # schema (response_format) as the run did, whatever the environment says.
+    log, _ = run_inspect(tmp_path / "inspect", judge_prompt="project", judge_structured_output=True)
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_STRUCTURED_OUTPUT", "0")
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_CACHE", "0")
+    code, result, err = rescore(fake_server, log.location, tmp_path / "rescored.eval", capsys)
+    assert code == 0, err
+    assert result["protocol"]["from_log"]["judge_structured_output"] == "True"
+    assert fake_server.stats()["judge_request_keys"].get("response_format") == 360

@@ -71,3 +71,37 @@ def test_answers_cut_to_a_judges_context_are_not_a_release_run():
     assert release_gate._judged(run, ReleaseBar()) == [
         "1 answer(s) judged with their tail cut to the judge's context (judge_input_cut): a release run's judge reads whole "
         "answers (the released judge's official 5,120-token cut excepted); serve the judge with a longer context and ask it again"]
+
+
+def review_found(kappa, cases, rows=240, bias=None, reviewed=None):
+    """A run's judge against a review as ``run_records.review_score.run_agreement`` gives it."""
+    found = {"rows": rows, "judge_failures": 0, "no_verdict": 0,
+             "overall": {"kappa": kappa, "macro_f1": {"estimate": 0.7, "low": 0.6, "high": 0.8}, "cases": cases}}
+    if bias is not None:
+        found["physicians_estimate"] = {"metrics": {"rubric_accuracy": {
+            "judge": 0.6, "physicians": {"estimate": 0.6 - bias[0], "low": 0.6 - bias[2], "high": 0.6 - bias[1]},
+            "bias": {"estimate": bias[0], "low": bias[1], "high": bias[2]}, "reviewed_cases": reviewed or cases, "cases": 900,
+            "design": "the run as one stratum", "why": ""}}}
+    return found
+
+
+def test_a_judge_whose_whole_interval_misses_the_bar_falls_short_whatever_the_reviews_size():
+    from clinconsensus_tasks.gates import physicians
+
+    run = lambda found: RunFacts("run.eval", "inspect", "clinconsensus", physicians=found)  # noqa: E731
+    # The issue's case: kappa 0.51 [0.42, 0.58] from 8 cases against --min-kappa 0.9: no review of any size passes it.
+    (short,) = physicians.min_kappa(run(review_found({"estimate": 0.51, "low": 0.42, "high": 0.58, "cases": 8}, 8)), ReleaseBar(min_kappa=0.9))
+    assert "kappa 0.510 [0.420, 0.580]" in short and "the judge falls short: its whole kappa interval lies below --min-kappa 0.9" in short
+    assert "too small" not in short
+    # An interval that reaches the bar from a small review: a larger review could change the outcome.
+    (small,) = physicians.min_kappa(run(review_found({"estimate": 0.85, "low": 0.7, "high": 0.95, "cases": 8}, 8)), ReleaseBar(min_kappa=0.9))
+    assert "too small a review to show kappa >= 0.9" in small and "falls short" not in small
+    # The bias: wholly beyond +-2 points, from 8 reviewed cases; or reaching within it.
+    wide = review_found({"estimate": 0.8, "low": 0.7, "high": 0.9, "cases": 8}, 8, bias=(0.08, 0.05, 0.11))
+    (past,) = physicians.judge_bias(run(wide), ReleaseBar(max_judge_bias=2))
+    assert "the judge falls short: its whole bias interval [+5.0, +11.0] lies beyond +-2 points" in past
+    below = review_found({"estimate": 0.8, "low": 0.7, "high": 0.9, "cases": 8}, 8, bias=(-0.08, -0.11, -0.05))
+    assert "[-11.0, -5.0] lies beyond +-2 points" in physicians.judge_bias(run(below), ReleaseBar(max_judge_bias=2))[0]
+    near = review_found({"estimate": 0.8, "low": 0.7, "high": 0.9, "cases": 8}, 8, bias=(0.01, -0.02, 0.04))
+    (small,) = physicians.judge_bias(run(near), ReleaseBar(max_judge_bias=2))
+    assert "too small a review to show the judge's bias within +-2 points" in small

@@ -98,3 +98,15 @@ def test_compare_models_prints_fractions_and_says_what_the_gate_checks():
     assert next(line for line in lines if line.startswith("rubric_accuracy")).endswith(
         "pass (fails if worse by more than 0.0200 with the CI below 0)")
     assert "values are fractions, as the frameworks and summarize print them" in lines[-2]
+
+
+def test_a_chart_of_one_bar_holds_its_whole_title():
+    # The review chart of one judge was cut off: its width followed the one bar, not the title.
+    from clinconsensus_tasks.report.svg import bar_chart, text_width
+
+    title = "Judges against physicians: Cohen's kappa and macro F1"
+    svg = bar_chart(["#1"], {"Cohen's kappa": [0.7], "macro F1": [0.8]}, title)
+    width = float(re.search(r'<svg[^>]* width="(\d+)"', svg).group(1))
+    x = float(re.search(r'<text x="([\d.]+)"[^>]*>' + re.escape(title.replace("'", "&#x27;")), svg).group(1))
+    half = text_width(title, 14) / 2
+    assert x - half >= 0 and x + half <= width, (x, half, width)
