@@ -19,6 +19,8 @@
 * ``compare-models BASELINE CANDIDATE``: the regression gate (see ``gates.regression``).
 * ``robustness CLEAN_RUN VARIANT_RUN``: CliMedBench's score drop under a variant (perturbed, NOTA,
   CoT), per scenario and overall, items paired, with paired bootstrap intervals.
+* ``reliability RUN... --output DIR``: the runs' judges asked again: flip rates, self-agreement,
+  answer-irrelevant edits, the judge's share of each headline's noise (see ``commands.reliability``).
 * ``compare``, ``agreement``, ``rescore``, ``export-sft``: judge agreement (two judges or two judge
   modes; judges against human labels), re-grading stored answers with another judge or mode, and
   SFT data for training a local judge (see ``commands.compare``, ``commands.rescore``, ``commands.export_sft``).
@@ -69,6 +71,7 @@ def commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None]
         export_official,
         export_sft,
         include_path,
+        reliability,
         report,
         rescore,
         review,
@@ -110,6 +113,8 @@ def commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None]
          audit.add_arguments, audit.main),
         ("review", "judges checked against physicians: export blind review sheets from runs, score the filled sheets",
          review.add_arguments, review.main),
+        ("reliability", "the runs' judges asked again: how often a verdict flips, whether answer-irrelevant edits move it, "
+                        "and the judge's share of each headline's noise", reliability.add_arguments, reliability.main),
         ("train-simcse", "unsupervised SimCSE fine-tuning of a sentence-transformers model (for WTD similarity)", train_simcse.add_arguments,
          train_simcse.main),
     ]

@@ -39,6 +39,13 @@ class UnreadableLog(ClinConsensusError, ValueError):
     """An Inspect log that Inspect's reader cannot read (cut short, still being written, not a log)."""
 
 
+
+def served_name(name: str) -> str:
+    """The model's own name in an Inspect model spelling: ``openai-api/svc/org/m`` -> ``org/m``,
+    ``openai/gpt-4.1`` -> ``gpt-4.1``."""
+    parts = name.split("/")
+    return "/".join(parts[2:] if parts[0] == "openai-api" and len(parts) > 2 else parts[1:] or parts)
+
 def is_lmeval_samples(path: Path, benchmark: str | None = None) -> bool:
     """An lm-eval samples file (of ``benchmark``'s tasks, when given)."""
     return path.suffix == ".jsonl" and path.name.startswith(f"samples_{benchmark or ''}")

@@ -19,14 +19,12 @@ from inspect_ai.model import (
     CachePolicy,
     ContentReasoning,
     Model,
-    ResponseSchema,
     ModelOutput,
     get_model,
     model_roles,
 )
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
-from inspect_ai.util import JSONSchema
 
 from clinconsensus_tasks import generation
 from clinconsensus_tasks.clinconsensus import settings
@@ -38,13 +36,14 @@ from clinconsensus_tasks.judge.official_template import load_judge_prompt, promp
 from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
 from clinconsensus_tasks.judge.inspect_server import judge_extra_body, judges_provenance, server_of
 from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
-from clinconsensus_tasks.judge import protocol
 from clinconsensus_tasks.judge.protocol import check_failed
 from clinconsensus_tasks.judge.inspect_calls import (
     DIRECT_CALLS,
     INSPECT_CALLS,
     InspectJudges,
     check_direct_judges,
+    grade_by,
+    judge_decoding,
     judge_calls_setting,
     to_chat,
     CHECK_HINT,
@@ -63,9 +62,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import compariso
 from clinconsensus_tasks.scorers.clinconsensus.jury import jury_metrics, panel_record
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES, VERDICT_SCHEMA_DESCRIPTION, VERDICT_SCHEMA_NAME, verdict_schema
-from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens as max_tokens_for
-from clinconsensus_tasks.scorers.usage import TokenUsage, total
+from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES
 from clinconsensus_tasks.judge.provenance import data_provenance
 
 
@@ -281,10 +278,7 @@ def rubric_scorer(
     judge_mode = settings.judge_mode(judge_mode)
     template = load_judge_prompt(judge_prompt, judge_mode)
     prompt_info = prompt_record(template, judge_mode)
-    decoding = protocol.decoding(judge_max_tokens or max_tokens_for(judge_mode, n_criteria))
-    if judge_structured_output:  # response_format with the verdict's schema; the verdict rule still applies
-        decoding["response_schema"] = ResponseSchema(name=VERDICT_SCHEMA_NAME, json_schema=JSONSchema.model_validate(verdict_schema(judge_mode)),
-                                                     description=VERDICT_SCHEMA_DESCRIPTION, strict=True)
+    decoding = judge_decoding(judge_mode, n_criteria, judge_max_tokens, judge_structured_output)  # greedy; the schema when asked
     judges = InspectJudges(decoding, judge_cache, judge_mode, judge_calls_setting(judge_calls))  # judge/inspect_calls.py: the Inspect transport
     limits = JudgeInputLimits()  # judge/input_limit.py: each judge's input limit, learned from refusals as they come
 
@@ -299,13 +293,9 @@ def rubric_scorer(
         answer = seen.text
         truncated = seen.cut_in_thinking or (state.output is not None and state.output.stop_reason == "max_tokens")
 
-        async def grade(model: Model) -> GradedCase:
-            spent: list[TokenUsage] = []
-            server = await server_of(model)  # judge/input_limit.py: graded within the judge's input limit
-            graded = await limits.grade(str(model), server, decoding["max_tokens"], str(state.sample_id), state.input_text, answer, rubrics,
-                                        judges.completer(model, spent, server), judge_mode, max_attempts, template, slices=slices,
-                                        epoch=state.epoch, judge_prompt=prompt_info, breaker=judges.breaker_of(model))
-            return graded.with_usage(total(spent).to_dict())
+        async def grade(model: Model) -> GradedCase:  # judge/input_limit.py: graded within the judge's input limit
+            return await grade_by(model, judges, limits, decoding, judge_mode, max_attempts, template, prompt_info, str(state.sample_id),
+                                  state.input_text, answer, rubrics, slices=slices, epoch=state.epoch)
 
         graded = await asyncio.gather(*([grade(g) for g in graders] + ([grade(local)] if local is not None else [])))
         record = panel_record(graded[:len(graders)]) if len(graders) > 1 else graded[0]  # a jury: the majority of its jurors

@@ -25,10 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                            "case by case as compare-models does (default: none)")
     parser.add_argument("--review", metavar="DIR", help="a physicians' review folder (review export, filled sheets): a section "
                                                         "with each judge against the physicians (default: none)")
+    parser.add_argument("--reliability", metavar="DIR", help="a check of the judges asked again (clinconsensus-eval reliability): "
+                                                             "a section with each judge's flips and each headline's noise (default: none)")
 
 
 def main(args: argparse.Namespace) -> int:
     info = build_report(args.logs, args.output, args.markdown, args.resamples, args.seed, args.title, getattr(args, "baseline", None),
-                        parse_prices(getattr(args, "prices", None) or []), getattr(args, "review", None))
+                        parse_prices(getattr(args, "prices", None) or []), getattr(args, "review", None),
+                        getattr(args, "reliability", None))
     print(json_output.dumps(info))
     return 0

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from clinconsensus_tasks import json_output
-from clinconsensus_tasks.commands.arguments import add_thresholds
+from clinconsensus_tasks.commands.arguments import failure_share_type, add_thresholds
 from clinconsensus_tasks.commands.tables import format_table, number
 
 
@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the official prompt per criterion, at most 1%% failed judgments (CliMedBench: unparseable answers), no "
                         "suspect answer, header numbers equal to the records' (inspect eval itself exits 0 whatever the status). "
                         "No environment variable changes the bar; the flags below do, and the verdict line prints them")
-    p.add_argument("--judge-failure-threshold", metavar="SHARE",
+    p.add_argument("--judge-failure-threshold", metavar="SHARE", type=failure_share_type,
                    help="with --strict: accept this share of failed judgments (default 0.01; another value is printed as an exception)")
     p.add_argument("--allow-prompt", action="append", default=[], metavar="NAME",
                    help="with --strict: accept this judge prompt or judge mode besides the official prompt per criterion, or "
@@ -43,6 +43,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --strict and --review: refuse a run unless the 95%% interval of its judge's bias on rubric accuracy "
                         "(the judge's headline minus the physicians' estimate over all cases) lies within +-POINTS percentage "
                         "points (default: no bar)")
+    p.add_argument("--reliability", metavar="DIR",
+                   help="with --strict: a check of the judge asked again (clinconsensus-eval reliability RUN --output DIR): "
+                        "each ClinConsensus run's judge's flip rate is printed with the run's verdict (default: none)")
+    p.add_argument("--max-flip-rate", type=float, metavar="X",
+                   help="with --strict and --reliability: refuse a run unless the upper end of its judge's flip-rate interval "
+                        "(rows whose asks are not all equal) is at most X, from a finished check of at least 10 cases "
+                        "(default: no bar)")
     p.add_argument("--data-sha256", metavar="SHA",
                    help="with --strict: the run read a copy of the public file with this sha256 instead of the hub at the "
                         "pinned revision (printed on the verdict line; default: the hub data at the pinned revision)")
@@ -148,8 +155,12 @@ def _release_gate(args: argparse.Namespace) -> int:
     for flag, value in (("--min-kappa", args.min_kappa), ("--max-judge-bias", args.max_judge_bias)):
         if value is not None and not args.review:
             raise ConfigurationError(f"{flag} needs the physicians' review: --review DIR (the folder of review export)")
+    if args.max_flip_rate is not None and not args.reliability:
+        raise ConfigurationError("--max-flip-rate needs the judge asked again: --reliability DIR (the folder of clinconsensus-eval "
+                                 "reliability RUN --output DIR)")
     try:
-        bar = ReleaseBar(share, (args.data_sha256 or "").strip().lower(), tuple(args.allow_prompt), args.min_kappa, args.max_judge_bias)
+        bar = ReleaseBar(share, (args.data_sha256 or "").strip().lower(), tuple(args.allow_prompt), args.min_kappa, args.max_judge_bias,
+                         args.max_flip_rate)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
     review = None
@@ -167,6 +178,14 @@ def _release_gate(args: argparse.Namespace) -> int:
                   f"(clinconsensus-eval review score {args.review} --json lists every one)")
         for note in review.notes:
             print(f"review {args.review}: note: {redact(note)}")
+    check = None
+    if args.reliability:
+        from clinconsensus_tasks.gates.reliability import check_of_run, flip_text
+        from clinconsensus_tasks.run_records.reliability_check import load_check
+
+        check = load_check(args.reliability)
+        for note in check.notes:
+            print(f"reliability {args.reliability}: note: {redact(note)}")
     runs = gate_runs(args.logs)
     if not runs:
         print(f"no run to check in {', '.join(args.logs)} (Inspect logs or lm-eval results/samples files)", file=sys.stderr)
@@ -178,6 +197,8 @@ def _release_gate(args: argparse.Namespace) -> int:
         facts = read()
         if review is not None and facts.benchmark == CLINCONSENSUS:
             facts.physicians = run_agreement(facts.records, review)
+        if check is not None and facts.benchmark == CLINCONSENSUS and facts.records:
+            facts.reliability = check_of_run(check, facts)
         problems = run_problems(facts, bar)
         failed += bool(problems)
         for problem in problems:
@@ -187,5 +208,7 @@ def _release_gate(args: argparse.Namespace) -> int:
         if facts.physicians is not None:
             print(f"     {facts.where}: {physicians_text(facts.physicians)} (review {args.review})")
             print(f"     {facts.where}: {estimate_text(facts.physicians)}")
+        if facts.reliability is not None and not facts.reliability.get("mismatch"):
+            print(f"     {facts.where}: {flip_text(facts.reliability)} (reliability {args.reliability})")
     print(f"{len(runs) - failed} of {len(runs)} run(s) pass the {bar.accepts()}", file=sys.stderr)
     return 1 if failed else 0

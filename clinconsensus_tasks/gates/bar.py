@@ -24,12 +24,15 @@ class ReleaseBar:
     allow_prompts: tuple[str, ...] = ()  # judge prompts or modes accepted besides the official one
     min_kappa: float | None = None  # --min-kappa: the judge's agreement with physicians (a review) at least this
     max_judge_bias: float | None = None  # --max-judge-bias: points; the judge's bias on rubric accuracy within +- this
+    max_flip_rate: float | None = None  # --max-flip-rate: the judge asked again flips at most this share of its rows
 
     def __post_init__(self) -> None:
         if self.min_kappa is not None and not -1 <= self.min_kappa <= 1:
             raise ValueError(f"--min-kappa {self.min_kappa!r}: Cohen's kappa is in [-1, 1]")
         if self.max_judge_bias is not None and not 0 < self.max_judge_bias <= 100:
             raise ValueError(f"--max-judge-bias {self.max_judge_bias!r}: percentage points of rubric accuracy, in (0, 100]")
+        if self.max_flip_rate is not None and not 0 <= self.max_flip_rate < 1:
+            raise ValueError(f"--max-flip-rate {self.max_flip_rate!r}: the share of rows whose asks differ, in [0, 1)")
         if not 0 <= self.failure_share < 1:
             raise ValueError(f"--judge-failure-threshold {self.failure_share!r}: the share of judgments that may fail, "
                              "in [0, 1) (0.01 or 1%); the gate has no 'never'")
@@ -50,6 +53,8 @@ class ReleaseBar:
         physicians = "" if self.min_kappa is None else f", judge-physician kappa >= {self.min_kappa:g} at its interval's lower end (--min-kappa)"
         if self.max_judge_bias is not None:
             physicians += f", the judge's bias on rubric accuracy within +-{self.max_judge_bias:g} points at its interval (--max-judge-bias)"
+        if self.max_flip_rate is not None:
+            physicians += f", the judge asked again flips at most {self.max_flip_rate:g} of its rows at its interval's upper end (--max-flip-rate)"
         return f"release profile, {data}{physicians}" + (f"; EXCEPTIONS: {', '.join(loosened)}" if loosened else "")
 
 

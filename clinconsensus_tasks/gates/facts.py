@@ -50,16 +50,10 @@ class RunFacts:
     synthetic: bool | None = None  # CliMedBench: the bundled synthetic sample
     variant: str = "clean"  # CliMedBench: clean, or an analysis variant (perturbed, nota, cot, ll)
     physicians: Mapping[str, Any] | None = None  # the judge against a physicians' review (review.run_agreement), when given
+    reliability: Mapping[str, Any] | None = None  # the judge asked again (gates.reliability.check_of_run), when given
 
 
 # -- reading what a run recorded -----------------------------------------------------------------
-
-
-def served_name(name: str) -> str:
-    """The model's own name in an Inspect model spelling: ``openai-api/svc/org/m`` -> ``org/m``,
-    ``openai/gpt-4.1`` -> ``gpt-4.1``."""
-    parts = name.split("/")
-    return "/".join(parts[2:] if parts[0] == "openai-api" and len(parts) > 2 else parts[1:] or parts)
 
 
 def _inspect_facts(path: Path) -> RunFacts:

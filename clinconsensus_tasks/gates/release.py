@@ -30,6 +30,9 @@ physicians (asked)    (``gates.physicians``) with ``--review DIR``: ``--min-kapp
                       ``--max-judge-bias X``, the interval of the judge's bias on rubric accuracy
                       (its headline minus the physicians' estimate over every case) within +-X
                       points; either: every sheet read, labels back from every physician
+steady judge (asked)  (``gates.reliability``) with ``--reliability DIR --max-flip-rate X``: the
+                      run's judge asked again flips at most X of its rows at the UPPER END of
+                      the flip rate's interval, from a finished check of at least 10 cases
 ====================  ==========================================================================
 
 The facts are read by ``gates.facts`` (:class:`RunFacts`, ``gate_runs``); the rules are here, the
@@ -50,9 +53,10 @@ from typing import Sequence
 from clinconsensus_tasks.clinconsensus.dataset import HF_DATA_REVISION, HF_DATASET, sample_path
 from clinconsensus_tasks.judge.input_limit import OFFICIAL_CUT
 from clinconsensus_tasks.log_files import CLIMEDBENCH
-from clinconsensus_tasks.gates import physicians
+from clinconsensus_tasks.gates import physicians, reliability
 from clinconsensus_tasks.gates.bar import Check, ReleaseBar
-from clinconsensus_tasks.gates.facts import RunFacts, served_name
+from clinconsensus_tasks.gates.facts import RunFacts
+from clinconsensus_tasks.log_files import served_name
 from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 from clinconsensus_tasks.scorers.clinconsensus.jury import is_jury
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, TASK_VERSION as CLIN_VERSION, mean_names
@@ -303,7 +307,7 @@ def _climedbench_numbers(run: RunFacts) -> list[str]:
 
 
 CHECKS: tuple[Check, ...] = (_finished, _version, _data, _whole, _independent, _official, _judged, _numbers,
-                            physicians.review_whole, physicians.min_kappa, physicians.judge_bias)
+                            physicians.review_whole, physicians.min_kappa, physicians.judge_bias, reliability.max_flip_rate)
 
 # The facts a regression gate (``compare-models``) holds each of its two runs to: the run's health
 # as a measurement, not the release-only facts (the public data at its revision, CliMedBench's 14

@@ -18,6 +18,7 @@ Here every judge call gets:
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import sys
@@ -474,3 +475,59 @@ def judge_calls_setting(value: str) -> str:
     if value not in JUDGE_CALLS:
         raise ConfigurationError(f"-T judge_calls={value!r}: use {' or '.join(JUDGE_CALLS)}")
     return value
+
+
+def judge_decoding(mode: str, n_criteria: int, max_tokens: int | None = None, structured: bool = False) -> dict[str, Any]:
+    """The decoding of every judge call of a run (``judge.protocol``): greedy, the verdict's length
+    (``max_tokens``, else the mode's for ``n_criteria``), and with ``structured`` the verdict's JSON
+    schema as Inspect's ``response_schema`` (the verdict rule still reads the reply)."""
+    from inspect_ai.model import ResponseSchema
+    from inspect_ai.util import JSONSchema
+
+    from clinconsensus_tasks.judge import protocol
+    from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import VERDICT_SCHEMA_DESCRIPTION, VERDICT_SCHEMA_NAME, judge_max_tokens, verdict_schema
+
+    decoding = protocol.decoding(max_tokens or judge_max_tokens(mode, n_criteria))
+    if structured:
+        decoding["response_schema"] = ResponseSchema(name=VERDICT_SCHEMA_NAME, json_schema=JSONSchema.model_validate(verdict_schema(mode)),
+                                                     description=VERDICT_SCHEMA_DESCRIPTION, strict=True)
+    return decoding
+
+
+async def grade_by(model: Model, judges: "InspectJudges", limits: Any, decoding: dict[str, Any], mode: str, max_attempts: int,
+                   template: Any, prompt_info: dict[str, str], case_id: str, question: str, answer: str,
+                   rubrics: list[tuple[str, str]], **record: Any) -> GradedCase:
+    """One case graded by ``model`` through :class:`InspectJudges`, within the judge's input limit
+    (``limits``: a ``judge.input_limit.JudgeInputLimits``), with the tokens the calls spent."""
+    from clinconsensus_tasks.judge.inspect_server import server_of
+    from clinconsensus_tasks.scorers.usage import total
+
+    spent: list[TokenUsage] = []
+    server = await server_of(model)
+    graded = await limits.grade(str(model), server, decoding["max_tokens"], case_id, question, answer, rubrics,
+                                judges.completer(model, spent, server), mode, max_attempts, template, judge_prompt=prompt_info,
+                                breaker=judges.breaker_of(model), **record)
+    return graded.with_usage(total(spent).to_dict())
+
+
+async def judge_documents_inspect(model: Model, answers: list[str], docs: list[dict[str, Any]], mode: str, template: Any,
+                                  decoding: dict[str, Any], calls: str = INSPECT_CALLS) -> list[GradedCase]:
+    """``judge.client.judge_documents``' twin for a judge reached through Inspect's model API (a
+    run's role bound again from its log's header, any provider): every (answer, doc) graded, each
+    call a fresh request (Inspect's response cache passed by). The caller checks the judge first
+    (:func:`check_judges_now`, once for every round it asks)."""
+    from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
+    from clinconsensus_tasks.judge.official_template import prompt_record
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
+    from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
+
+    judges, limits, prompt_info = InspectJudges(decoding, cache=False, mode=mode, calls=calls), JudgeInputLimits(), prompt_record(template, mode)
+    semaphore = asyncio.Semaphore(2 * judge_connections(model))
+
+    async def one(answer: str, doc: dict[str, Any]) -> GradedCase:
+        async with semaphore:
+            rubrics = [(r["criterion_id"], r["criterion"]) for r in doc["rubrics"]]
+            return await grade_by(model, judges, limits, decoding, mode, MAX_ATTEMPTS, template, prompt_info, str(doc["case_id"]),
+                                  doc["question"], answer, rubrics, slices=slices_of(doc))
+
+    return list(await asyncio.gather(*(one(a, d) for a, d in zip(answers, docs))))

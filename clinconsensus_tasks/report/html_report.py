@@ -26,12 +26,14 @@ from clinconsensus_tasks.report.runs import read_runs
 from clinconsensus_tasks.report.sections import (
     Section, baseline_section, clin_section, med_section, metadata_section, robustness_section,
 )
+from clinconsensus_tasks.report.reliability_section import reliability_section
 from clinconsensus_tasks.report.review_section import review_section
+from clinconsensus_tasks.run_records.reliability_check import load_check, run_figures, run_units
 from clinconsensus_tasks.report.svg import FONT_STACK, escape
 from clinconsensus_tasks.run_records.review_intake import load_review
 from clinconsensus_tasks.run_records.review_score import score_review
 from clinconsensus_tasks.scorers.usage import Prices
-from clinconsensus_tasks.storage import output_location, write_text
+from clinconsensus_tasks.storage import output_location, same_location, write_text
 
 CSS = f"""
 body {{ font-family: {FONT_STACK}; margin: 24px; color: #222; }}
@@ -86,10 +88,24 @@ def render_markdown(sections: Sequence[Section], title: str, html_name: str) -> 
     return "\n".join(parts)
 
 
+def check_section(folder: str | Path, runs: Any, resamples: int, seed: int) -> Section:
+    """The reliability check in ``folder`` on the runs the report read (figures made from their records)."""
+    check = load_check(folder)
+    figures, missing, incomplete = [], [], 0
+    for index, planned in enumerate(check.plan["runs"]):
+        held = next((run for run in runs.clin if same_location(run.path, planned["path"])), None)
+        if held is None:
+            missing.append(planned["path"])
+            continue
+        incomplete += sum(1 for unit in run_units(check.plan, index, held.records)[0] if unit.id not in check.asks)
+        figures.append(run_figures(check.plan, index, held.records, check.asks, held.thresholds, resamples, seed))
+    return reliability_section(check, figures, missing, incomplete)
+
+
 def build_report(
     logs: Sequence[str | Path], output: str | Path, markdown: str | Path | None = None,
     resamples: int = 1000, seed: int = 0, title: str = "ClinConsensus / CliMedBench results", baseline: str | Path | None = None,
-    prices: Mapping[str, Prices] | None = None, review: str | Path | None = None,
+    prices: Mapping[str, Prices] | None = None, review: str | Path | None = None, reliability: str | Path | None = None,
 ) -> dict[str, Any]:
     """Read ``logs`` and write the HTML report to ``output`` and the Markdown summary beside it
     (``report.md`` in the same folder unless ``markdown`` is given). Returns paths and counts."""
@@ -106,6 +122,8 @@ def build_report(
         sections.append(baseline_section(baseline, runs, resamples, seed))
     if review:
         sections.append(review_section(score_review(load_review(review), resamples, seed)))
+    if reliability:
+        sections.append(check_section(reliability, runs, resamples, seed))
     sections.append(metadata_section(runs))
     output = output_location(output)  # a local path or a URL, as is --markdown
     md_path = output_location(markdown) if markdown else output.with_name("report.md")

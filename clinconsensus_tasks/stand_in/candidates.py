@@ -55,6 +55,14 @@ def candidate_answer(question: str, answer_chars: int = 0) -> str:
     return answer[:answer_chars] if answer_chars else answer
 
 
+def markdown_answer(question: str) -> str:
+    """A ``markdown`` candidate's answer: :func:`candidate_answer`'s sentences as Markdown (a heading,
+    bullets, a bold phrase), the same content for a judge that reads content."""
+    first, *rest = candidate_answer(question).split("：", 1)
+    sentences = [s + "。" for s in "".join(rest).split("。") if s]
+    return f"## {first}\n\n" + "\n".join(f"- **{s}**" if i == 0 else f"- {s}" for i, s in enumerate(sentences))
+
+
 def degraded_case(question: str) -> bool:
     """Whether a ``degraded`` candidate answers ``question`` with empty content (about 1 in 4)."""
     return digest("degraded", " ".join(question.split())) % 4 == 0
@@ -111,6 +119,8 @@ def candidate_reply(model: str, user: str, answer_chars: int) -> CandidateReply:
         return CandidateReply(f"{THINKING_PREFIX}</think>\n\n{candidate_answer(user, answer_chars)}")
     if "inject" in model:
         return CandidateReply(candidate_answer(user, answer_chars) + INJECTION)
+    if "markdown" in model:
+        return CandidateReply(markdown_answer(user))
     if user.startswith(CLIMEDBENCH_ROLE):
         return CandidateReply(climedbench_answer(user, model), climedbench=True)
     return CandidateReply(candidate_answer(user, answer_chars))

@@ -7,6 +7,14 @@ per-criterion and batched prompts get the same verdicts. Model-name words choose
 (``flaky``: :func:`fault_for`), opinions (``alt``, ``never``, ``quoting``) and outages
 (``down``, ``toolong``, ``drop``, ``hang``: :func:`outage_for`); ``unreadable`` writes prose,
 never a verdict (:func:`unreadable_reply`).
+
+The verdict reads an answer's content, not its form (:func:`answer_content`): the edits of
+``answer_forms`` (Markdown removed, a closing line, line breaks, traditional characters) leave it
+as it was, so this judge is steady under them, as a judge should be. Two judges are not, by name:
+``flipN`` reverses its verdict on a known half of the criteria (:func:`unsteady`) with probability
+N% on each ask, the ask's number being how often the server has received that very request
+(:func:`flips_on`: exact for tests, like asking a hosted judge again at temperature 0);
+``courteous`` says met whenever the answer ends with the closing line.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
+from clinconsensus_tasks.scorers.clinconsensus.answer_forms import CLOSING, without_markdown
 from clinconsensus_tasks.scorers.clinconsensus.answer_guard import ANSWER_BEGIN, ANSWER_END
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import PLACEHOLDERS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED_SYSTEM, PER_CRITERION_SYSTEM, PROBE_SYSTEM
@@ -50,18 +59,70 @@ PROBE = "probe"
 JUDGE_KINDS = (PER_CRITERION, BATCHED)  # the judge calls proper (the check is not one)
 
 
+_LINE_BREAKS = re.compile(r"[ \t]*\n\s*")
+_CJK_BEFORE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+_T2S: Any = None
+
+
+def answer_content(answer: str) -> str:
+    """An answer as the stand-in judge reads it: Markdown marks gone, a closing courtesy line gone,
+    line breaks folded (none after a Chinese character, a space after anything else), traditional
+    characters as simplified. A one-line plain simplified answer (every candidate answer here) is
+    read as it is."""
+    global _T2S
+    text = without_markdown(answer).rstrip()
+    for closing in CLOSING.values():
+        if text.endswith(closing) and text != closing:
+            text = text[: -len(closing)].rstrip()
+    text = _LINE_BREAKS.sub(lambda m: "" if m.start() == 0 or _CJK_BEFORE.match(text[m.start() - 1]) else " ", text)
+    if _CJK_BEFORE.search(text):
+        if _T2S is None:
+            import opencc
+
+            _T2S = opencc.OpenCC("t2s")
+        text = _T2S.convert(text)
+    return text
+
+
 def oracle_verdict(answer: str, criterion: str, judge: str = "") -> bool:
-    """Whether the fake judge finds ``criterion`` met by ``answer`` (about 55% are).
+    """Whether the fake judge finds ``criterion`` met by ``answer`` (about 55% are), read by content
+    (:func:`answer_content`).
 
     A judge whose model name contains ``alt`` disagrees on a fixed fifth of the criteria
     (:func:`alt_disagrees`), so two-judge runs have known disagreements.
     """
-    met = digest("verdict", answer, criterion) % 100 < 55
-    return (not met) if "alt" in judge and alt_disagrees(answer, criterion) else met
+    content = answer_content(answer)
+    met = digest("verdict", content, criterion) % 100 < 55
+    return (not met) if "alt" in judge and alt_disagrees(content, criterion) else met
 
 
 def alt_disagrees(answer: str, criterion: str) -> bool:
     return digest("alt", answer, criterion) % 5 == 0
+
+
+_FLIP = re.compile(r"flip(\d+)")
+
+
+def flip_percent(judge: str) -> int:
+    """The per-ask chance (in %) that a ``flipN`` judge reverses a verdict on an unsteady criterion."""
+    found = _FLIP.search(judge)
+    return min(100, int(found.group(1))) if found else 0
+
+
+def unsteady(criterion: str) -> bool:
+    """The criteria a ``flipN`` judge may reverse: a fixed half, by the criterion's text."""
+    return digest("unsteady", criterion) % 2 == 0
+
+
+def flips_on(judge: str, answer: str, criterion: str, attempt: int) -> bool:
+    """Whether a ``flipN`` judge reverses its verdict on this ask (``attempt``: how often the server
+    has received this very request, the first time 1)."""
+    percent = flip_percent(judge)
+    return percent > 0 and unsteady(criterion) and digest("flip", answer_content(answer), criterion, str(attempt)) % 100 < percent
+
+
+def closing_present(answer: str) -> bool:
+    return answer.rstrip().endswith(tuple(CLOSING.values()))
 
 
 def fault_for(answer: str, criterion: str) -> str:
@@ -120,8 +181,12 @@ def _verdict_json(met: bool) -> dict[str, Any]:
     return {"explanation": "回答中" + ("已明确涉及该要点。" if met else "未涉及该要点。"), "criteria_met": met}
 
 
-def _met(model: str, answer: str, criterion: str) -> bool:
-    return False if "never" in model else oracle_verdict(answer, criterion, model)
+def _met(model: str, answer: str, criterion: str, attempt: int = 1) -> bool:
+    if "never" in model:
+        return False
+    if "courteous" in model and closing_present(answer):
+        return True
+    return oracle_verdict(answer, criterion, model) != flips_on(model, answer, criterion, attempt)
 
 
 def _garbled(model: str, answer: str, criterion: str, attempt: int) -> bool:
@@ -148,7 +213,7 @@ def _verdict(model: str, answer: str, criterion: str, attempt: int, fenced: bool
         return 500, ""
     if _garbled(model, answer, criterion, attempt):
         return 200, MALFORMED
-    verdict = json.dumps(_verdict_json(_met(model, answer, criterion)), ensure_ascii=False)
+    verdict = json.dumps(_verdict_json(_met(model, answer, criterion, attempt)), ensure_ascii=False)
     if "quoting" in model:
         return 200, f"回答原文如下：\n{answer}\n\n我的判断：{verdict}"
     return 200, f"```json\n{verdict}\n```" if fenced or attempt % 2 == 0 else verdict
@@ -168,7 +233,7 @@ def _batched(model: str, user: str, attempt: int) -> tuple[int, str]:
         # attempt also those it would garble once: the client must re-ask for just those.
         if _garbled(model, answer, criterion, attempt):
             continue
-        items.append({"criterion_id": cid, **_verdict_json(_met(model, answer, criterion))})
+        items.append({"criterion_id": cid, **_verdict_json(_met(model, answer, criterion, attempt))})
     verdicts = json.dumps(items, ensure_ascii=False)
     if "quoting" in model:
         return 200, f"回答原文如下：\n{answer}\n\n我的判断：\n{verdicts}"

@@ -332,12 +332,19 @@ it change what the server does:
                     real models use; judge prompts get verdicts fixed by (answer, criterion)
   empty             candidate answers with empty content
   examinee          CliMedBench answers depend on the model name too (several examinees differ)
+  markdown          candidate: ClinConsensus answers as Markdown (a heading, bullets, bold)
   unauthorized      every request gets HTTP 401 (a wrong API key)
   flaky             judge faults: HTTP 429 or 500 on a first attempt, a malformed verdict once,
                     or a verdict malformed on every attempt
   alt               a judge that disagrees with the others on a fixed fifth of the criteria
   unreadable        a judge that writes prose, never a verdict: one reply to a request, another to
                     every re-ask of it
+  flipN             a judge that reverses its verdict on a fixed half of the criteria with
+                    probability N% on each ask of a request (flip10: 10%); the ask's number is how
+                    often the server received that request
+  courteous         a judge that says met whenever the answer ends with a courteous closing line
+                    (every judge here reads an answer's content, not its Markdown, line breaks,
+                    script or closing line)
 Other routes: GET /v1/stats (call counts), POST /v1/reset, POST /v1/config
 {"latency": s, "answer_chars": n, "cache_min_tokens": n}. The server binds 127.0.0.1 only and prints PORT <n> when ready.
 """

@@ -1,0 +1,230 @@
+"""``clinconsensus-eval reliability RUN... --output DIR``: the runs' judges asked again.
+
+A sample of each run's rows (an answer and one criterion; cases drawn per subject x difficulty, every
+case the same chance) goes to the run's own judge(s) again, ``--repeat`` times as it was and once
+under each answer-irrelevant edit, each ask a fresh request under the protocol the run recorded
+(``run_records.reliability_check``). Before the first call it prints the calls, tokens and, with
+``--prices``, the money; ``--max-calls`` stops it there, and every answer obtained is kept in DIR, so
+the same command again asks only what is missing. The figures (``scorers.reliability``): each judge's
+flip rate and agreement with itself, by subject and difficulty, the rows that flipped, each edit's
+flips and their direction, and each headline metric's noise split between the cases and the judge;
+as tables, ``--json`` (null for undefined) and ``DIR/reliability.json``. The release gate reads DIR:
+``summarize --strict --reliability DIR --max-flip-rate X``; the report shows it: ``report --reliability DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections import defaultdict
+from typing import Any
+
+from clinconsensus_tasks import json_output
+from clinconsensus_tasks.commands.arguments import add_thresholds
+from clinconsensus_tasks.commands.tables import format_table
+from clinconsensus_tasks.gates.texts import interval_text
+from clinconsensus_tasks.scorers.clinconsensus.answer_forms import TRANSFORMS
+
+RESULTS_FILE = "reliability.json"
+SHOWN_ROWS = 10
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", nargs="+", help="Inspect logs or lm-eval samples_clinconsensus*.jsonl files of ClinConsensus runs, or folders "
+                                           "or URLs holding them")
+    p.add_argument("--output", required=True, metavar="DIR",
+                   help="the check's folder, local or a URL prefix: its plan, every ask as it comes, reliability.json; the same "
+                        "command again resumes it (asks only what is missing)")
+    p.add_argument("--repeat", type=int, default=2, help="asks of each row as it was (at least 2)")
+    p.add_argument("--cases", type=int, default=30, help="cases drawn per subject x difficulty stratum, every case the same chance")
+    p.add_argument("--criteria-per-case", default="all", metavar="K|all",
+                   help="criteria asked of each drawn case (all: the headline's noise can be split too; a batched run always all)")
+    p.add_argument("--transforms", default=",".join(TRANSFORMS), metavar="NAMES",
+                   help=f"answer-irrelevant edits each asked once, comma-separated ({', '.join(TRANSFORMS)}), or none")
+    p.add_argument("--seed", type=int, default=0, help="seed of the draw")
+    p.add_argument("--prices", "--price", action="append", default=[], metavar="[JUDGE=]IN,CACHED,OUT",
+                   help="judge prices per million tokens (input, cached input, output), per judge or for all; repeatable "
+                        "(default: tokens only)")
+    p.add_argument("--max-calls", type=int, metavar="N",
+                   help="ask no more than N judge calls this time (re-asks of unreadable replies aside); the rest waits for the "
+                        "same command again (default: no limit)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and what it would cost; ask nothing")
+    add_thresholds(p)
+    p.add_argument("--resamples", type=int, default=1000, help="case bootstrap resamples of every interval")
+    p.add_argument("--json", action="store_true", help="print JSON (null for undefined) instead of tables")
+
+
+def _criteria_per_case(text: str) -> int | None:
+    if str(text).strip().lower() == "all":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"--criteria-per-case {text!r}: a number, or all") from None
+
+
+def _transforms(text: str) -> list[str]:
+    names = [t.strip() for t in str(text).split(",") if t.strip()]
+    return [] if names == ["none"] else names
+
+
+def main(args: argparse.Namespace) -> int:
+    from clinconsensus_tasks.run_records.reliability_check import (
+        CheckError, load_plan, read_asks, read_check_runs, plan_check, run_figures, run_protocol, same_plan, save_plan, unit_usage, units,
+    )
+    from clinconsensus_tasks.scorers.usage import TokenUsage, parse_prices, price_for
+    from clinconsensus_tasks.storage import output_location, write_text
+
+    runs = read_check_runs(args.runs)
+    plan = plan_check(runs, args.cases, _criteria_per_case(args.criteria_per_case), args.repeat, _transforms(args.transforms), args.seed)
+    folder = output_location(args.output)
+    held = load_plan(folder)
+    if held is not None:
+        differs = same_plan(held, plan)
+        if differs:
+            raise CheckError(f"{folder} holds another check ({differs}): resume it with the command that made it, or give a new --output")
+        plan = held
+    protocols = [run_protocol(run) for run in runs]  # each run's prompt rebuilt and checked by its sha256 before any call
+    asks, notes = read_asks(folder) if held is not None else ({}, [])
+    planned = units(plan, runs)
+    pending = [u for u in planned if u.id not in asks]
+    prices = parse_prices(args.prices)
+    cost: dict[str, TokenUsage] = defaultdict(TokenUsage)
+    recorded = 0
+    for unit in pending:
+        usage, from_run = unit_usage(unit, protocols[unit.run].mode, protocols[unit.run].template)
+        cost[plan["runs"][unit.run]["judges"][unit.role]] += usage
+        recorded += from_run
+    _say(f"reliability: {len(runs)} run(s), {len(plan['rows'])} cases drawn, {sum(map(len, plan['rows'].values()))} rows; "
+         f"{len(planned)} asks planned ({len(planned) - len(pending)} already in {folder}), {len(pending)} to ask")
+    for judge, usage in sorted(cost.items()):
+        money = price_for(judge, prices)
+        _say(f"reliability: {judge}: {usage.calls} calls, about {usage.prompt_tokens} prompt and {usage.completion_tokens} completion tokens"
+             + (f", about {money.cost(usage):.4f} in money" if money else ""))
+    if pending:
+        _say(f"reliability: tokens from the runs' own usage for {recorded} of {len(pending)} asks, else characters / 1.5")
+    for note in notes:
+        _say(f"reliability: note: {note}")
+    if args.dry_run:
+        return 0
+    if held is None:
+        save_plan(folder, plan)
+    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeUnavailableError
+
+    asked, stopped, unreached = asyncio.run(_ask(plan, runs, protocols, pending, folder, args.max_calls))
+    if unreached:
+        raise JudgeUnavailableError(f"reliability: the judge did not answer ({unreached}): {asked} asks made and kept in {folder}, the "
+                                    "rest not; once the judge works, run the same command again and only the missing asks are made")
+    if stopped:
+        _say(f"reliability: stopped at --max-calls {args.max_calls}: {asked} asks made now, {len(pending) - asked} left; every answer is "
+             f"kept in {folder}: run the same command again (a larger --max-calls) to ask the rest")
+    asks, notes = read_asks(folder)
+    figures = {"folder": str(folder), "complete": all(u.id in asks for u in planned),
+               "asks": {"planned": len(planned), "answered": sum(1 for u in planned if u.id in asks)},
+               "settings": plan["settings"], "notes": notes,
+               "runs": [run_figures(plan, i, run.records, asks, args.thresholds, args.resamples, args.seed) for i, run in enumerate(runs)]}
+    write_text(folder / RESULTS_FILE, json_output.dumps(figures) + "\n")
+    print(json_output.dumps(figures) if args.json else "\n".join(lines(figures)))
+    return 0
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+CHUNK = 8  # cases asked together: a failure loses at most one chunk's answers
+
+
+async def _ask(plan: dict[str, Any], runs: list[Any], protocols: list[Any], pending: list[Any], folder: Any,
+               max_calls: int | None) -> tuple[int, bool, str]:
+    """Ask ``pending`` round by round (every first ask, then every second, then the edits), each chunk
+    of a round written to ``folder`` as it returns; returns the asks made, whether ``max_calls``
+    stopped it, and why the judge could not be reached if it could not. An ask the judge did not
+    answer (transport failures after the retries, its breaker open) is no answer of the judge's:
+    it is not kept, and the check stops there; an unreadable reply or a refused request is the
+    judge's answer, kept as a failed ask."""
+    from clinconsensus_tasks.run_records.reliability_check import AS_IS, asked_line, documents, judge_asker, unit_calls, write_asks
+
+    forms = [AS_IS, *plan["settings"]["transforms"]]
+    rounds: dict[tuple, list[Any]] = defaultdict(list)
+    for unit in pending:
+        rounds[unit.group].append(unit)
+    order = sorted(rounds, key=lambda g: (forms.index(g[2]), g[3], g[0], g[1]))
+    askers: dict[tuple[int, str], Any] = {}
+    budget = max_calls if max_calls is not None else float("inf")
+    asked = 0
+    for group in order:
+        chunk_units = rounds[group]
+        for start in range(0, len(chunk_units), CHUNK):
+            chunk = chunk_units[start:start + CHUNK]
+            mode = protocols[group[0]].mode
+            fits = []
+            for unit in chunk:
+                if unit_calls(unit, mode) > budget:
+                    break
+                budget -= unit_calls(unit, mode)
+                fits.append(unit)
+            if fits:
+                key = (group[0], group[1])
+                if key not in askers:
+                    askers[key] = judge_asker(runs[group[0]], group[1], protocols[group[0]])[0]
+                docs, answers = documents(fits)
+                graded = await askers[key](docs, answers)
+                answered = [(u, g) for u, g in zip(fits, graded) if not _unreached(g)]
+                if answered:
+                    write_asks(folder, group, [asked_line(u, g) for u, g in answered])
+                asked += len(answered)
+                if len(answered) < len(fits):
+                    return asked, False, next(_unreached(g) for g in graded if _unreached(g))
+            if len(fits) < len(chunk):
+                return asked, True, ""
+    return asked, False, ""
+
+
+def _unreached(graded: Any) -> str:
+    """Why the judge gave no answer to an ask (``""``: it answered, a verdict or not)."""
+    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ERROR_JUDGE_UNAVAILABLE, ERROR_TRANSPORT
+
+    failed = [j for j in graded.headline.judgments if j.error_kind in (ERROR_TRANSPORT, ERROR_JUDGE_UNAVAILABLE)]
+    return f"{failed[0].error_kind}: {failed[0].error or ''}"[:200] if failed else ""
+
+
+def lines(figures: dict[str, Any]) -> list[str]:
+    """The check as tables."""
+    out = [f"== reliability check {figures['folder']}: {figures['asks']['answered']} of {figures['asks']['planned']} asks"
+           + ("" if figures["complete"] else " (NOT FINISHED: run the same command again)")
+           + f"; repeat {figures['settings']['repeat']}, {figures['settings']['cases']} cases, criteria per case "
+             f"{figures['settings']['criteria_per_case']}"]
+    for run in figures["runs"]:
+        out.append(f"\n-- {run['run']} ({run['framework']}, {run['path']})")
+        rows = []
+        for j in run["judges"]:
+            r = j["repeatability"]
+            rows.append([f"{j['role']} {j['judge']}", interval_text(r["flip_rate"]), interval_text(r["pairwise_disagreement"]),
+                         interval_text(r["self_kappa"]), f"{r['rows_counted']} ({r['cases']})", str(r["failed_asks"])])
+        out += format_table(["judge", "flip rate [95% CI]", "pairwise", "self-kappa (Fleiss)", "rows (cases)", "failed asks"], rows)
+        edits = []
+        for j in run["judges"]:
+            for form, f in j["invariance"].items():
+                edits.append([f"{j['role']} {form}", interval_text(f["flip_rate"]), interval_text(f["up"]), interval_text(f["down"]),
+                              interval_text(f["net"]), str(f["rows"])])
+        if edits:
+            out.append("answer-irrelevant edits (flips against the first ask as it was; up = not met to met):")
+            out += format_table(["judge · edit", "flip rate", "up", "down", "net (up - down)", "rows"], edits)
+        noise = run["headline"]
+        if "why" in noise:
+            out.append(f"headline noise: n/a ({noise['why']})")
+        else:
+            table = [[name, f"{m['estimate']:.4f}", interval_text(m["cases_and_judge"]), interval_text(m["judge_alone"]),
+                      "n/a" if m["judge_share"] is None or m["judge_share"] != m["judge_share"] else f"{m['judge_share']:.3f}"]
+                     for name, m in noise.items()]
+            out.append(f"the headline's noise ({run['headline_role']}): the case bootstrap holds both parts; judge alone = "
+                       "the same cases asked again:")
+            out += format_table(["metric", "estimate", "cases and judge [95% CI]", "judge alone [95% CI]", "judge's share"], table)
+        flipped = [row for j in run["judges"] if j["role"] == run["headline_role"] for row in j["repeatability"]["flipped"]]
+        if flipped:
+            out.append(f"rows that flipped ({len(flipped)}; --json lists every one): " + "; ".join(
+                f"{r['case_id']} {r['criterion_id']} {''.join('?' if a is None else 'M' if a else '-' for a in r['asks'])}"
+                for r in flipped[:SHOWN_ROWS]))
+    return out

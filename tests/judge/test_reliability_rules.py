@@ -1,0 +1,194 @@
+"""The judge asked again, its rules on values worked by hand: repeatability, invariance, the
+headline's noise split, the answer-irrelevant edits, the stand-in judges with known behaviour, and
+the release gate's flip-rate check (``scorers.reliability``, ``answer_forms``, ``gates.reliability``)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from clinconsensus_tasks.gates.bar import ReleaseBar
+from clinconsensus_tasks.gates.facts import RunFacts
+from clinconsensus_tasks.gates.reliability import max_flip_rate
+from clinconsensus_tasks.scorers.agreement import Interval, case_draws, fleiss_kappa
+from clinconsensus_tasks.scorers.clinconsensus.answer_forms import CLOSING, TRANSFORMS, language, transform
+from clinconsensus_tasks.scorers.reliability import AskedRow, headline_noise, invariance, repeatability
+from clinconsensus_tasks.stand_in import candidate_answer
+from clinconsensus_tasks.stand_in.judges import answer_content, flips_on, unsteady
+
+T, F = True, False
+
+
+def row(case, criterion, *asks, subject="心内", difficulty="low"):
+    return AskedRow(case, f"{case}@0", criterion, subject, difficulty, tuple(asks))
+
+
+def test_repeatability_worked_by_hand():
+    # Case a: 3 rows, one flips (T, F); case b: 2 rows, none flips; one row of b failed an ask (left out).
+    rows = [row("a", "1", T, F), row("a", "2", T, T), row("a", "3", F, F),
+            row("b", "1", T, T, subject="儿科"), row("b", "2", F, F, subject="儿科"), row("b", "3", T, None, subject="儿科")]
+    found = repeatability(rows, 2, resamples=200, seed=1)
+    assert found["rows"] == 6 and found["rows_counted"] == 5 and found["rows_left_out"] == 1 and found["failed_asks"] == 1
+    assert found["flip_rate"]["estimate"] == pytest.approx(1 / 5)
+    assert found["pairwise_disagreement"]["estimate"] == pytest.approx(1 / 5)  # two asks: one pair a row
+    # Fleiss' kappa over the rows both asks decided, each ask a rater: met votes 1, 2, 0, 2, 0.
+    assert found["self_kappa"]["estimate"] == pytest.approx(fleiss_kappa([1, 2, 0, 2, 0], 2)) and found["self_kappa_rows"] == 5
+    assert found["by"]["subject"]["心内"]["estimate"] == pytest.approx(1 / 3) and found["by"]["subject"]["儿科"]["estimate"] == 0.0
+    assert found["flipped"] == [{"case_id": "a", "record": "a@0", "criterion_id": "1", "subject": "心内", "difficulty": "low",
+                                 "asks": [True, False]}]
+    # The interval resamples cases: per case (rows counted, flipped) = a (3, 1), b (2, 0).
+    draws = case_draws(2, 200, 1)
+    parts = draws @ np.array([[3.0, 1.0], [2.0, 0.0]])
+    rates = parts[:, 1] / parts[:, 0]
+    assert found["flip_rate"]["low"] == pytest.approx(np.percentile(rates, 2.5))
+
+
+def test_a_flip_rate_grows_with_the_asks_and_the_pairwise_rate_does_not():
+    # Three asks (T, T, F): the row flipped; 2 of its 3 pairs disagree; (T, T, T): none of 3.
+    found = repeatability([row("a", "1", T, T, F), row("b", "1", T, T, T)], 3, resamples=50)
+    assert found["flip_rate"]["estimate"] == pytest.approx(1 / 2)
+    assert found["pairwise_disagreement"]["estimate"] == pytest.approx(2 / 6)
+
+
+def test_undefined_is_nan_never_zero():
+    # No row with two usable asks: no flip rate; one case: no interval; a judge that always says met: kappa undefined.
+    assert math.isnan(repeatability([row("a", "1", T, None)], 2)["flip_rate"]["estimate"])
+    one = repeatability([row("a", "1", T, F), row("a", "2", T, T)], 2)
+    assert one["flip_rate"]["estimate"] == 0.5 and math.isnan(one["flip_rate"]["low"])
+    steady = repeatability([row(c, "1", T, T) for c in "abc"], 2)
+    assert steady["flip_rate"]["estimate"] == 0.0 and math.isnan(steady["self_kappa"]["estimate"])
+
+
+def test_invariance_counts_each_direction():
+    pairs = {"a": [(F, T), (F, T), (T, T)], "b": [(T, F), (F, F)]}
+    found = invariance(pairs, resamples=100)
+    assert found["rows"] == 5 and found["cases"] == 2
+    assert found["flip_rate"]["estimate"] == pytest.approx(3 / 5)
+    assert (found["up"]["estimate"], found["down"]["estimate"], found["net"]["estimate"]) == pytest.approx((2 / 5, 1 / 5, 1 / 5))
+
+
+def test_headline_noise_worked_by_hand():
+    # Three records with met counts 2, 4, 4 (N = 4, rubric accuracy m / 4); record r1 asked again
+    # three times: 2, 3, 2. Pairs of asks: differences +1, 0, -1 (each taken both ways). The part
+    # is the mean over differences and over the census of (f(m) - f(m + d))^2 / 2:
+    #   d = 0: 0; d = +-1: f moves by 1/4 unless clipped: m = 4 + 1 stays 4 (0), so for d = +1 the
+    #   records give (1/16, 0, 0) / 2, mean 1/96; for d = -1 every record moves: 1/32.
+    #   Differences (both signs): +1, -1, 0, 0, -1, +1 -> mean of g = (2/96 + 2/32) / 6 = 1/72.
+    census = {"r1": 2, "r2": 4, "r3": 4}
+    asked = {"r1": [2, 3, 2]}
+    boot = Interval(10 / 12, 0.1, 0.6, 1.0, 3)
+    found = headline_noise(census, asked, {"r1": "c1", "r2": "c2", "r3": "c3"}, lambda m: m / 4, boot, n_criteria=4, resamples=50)
+    assert found["estimate"] == pytest.approx(10 / 12)
+    assert found["variance"]["total"] == pytest.approx(np.var([0.5, 1.0, 1.0], ddof=1))
+    # one asked case: the part has no interval, so neither has the judge alone (an interval from one case is none)
+    assert found["variance"]["judge"]["estimate"] == pytest.approx(1 / 72) and math.isnan(found["variance"]["judge"]["low"])
+    assert found["judge_share"] == pytest.approx((1 / 72) / np.var([0.5, 1.0, 1.0], ddof=1))
+    assert found["judge_alone"]["estimate"] == pytest.approx(10 / 12) and math.isnan(found["judge_alone"]["low"])
+    assert found["cases_and_judge"] == boot.to_dict()
+    # a second asked case, r2 asked 4, 4: no difference; the part is the mean over all the differences
+    # (1/72 * 6 + 0 * 2) / 8, and the judge-alone interval reads the upper end of its interval
+    two = headline_noise(census, {**asked, "r2": [4, 4]}, {"r1": "c1", "r2": "c2", "r3": "c3"}, lambda m: m / 4, boot, n_criteria=4,
+                         resamples=50)
+    part = two["variance"]["judge"]
+    assert part["estimate"] == pytest.approx(1 / 72 * 6 / 8) and part["high"] > part["estimate"]
+    assert two["judge_alone"]["low"] == pytest.approx(10 / 12 - 1.959963984540054 * math.sqrt(part["high"] / 3))
+    assert two["judge_alone"]["high"] == pytest.approx(10 / 12 + 1.959963984540054 * math.sqrt(part["high"] / 3))
+    # a mean of shares stays within them: every case met all four, one asked case once met three
+    full = headline_noise({"r1": 4, "r2": 4, "r3": 4}, {"r1": [4, 3], "r2": [4, 4]}, {"r1": "c1", "r2": "c2", "r3": "c3"},
+                          lambda m: m / 4, boot, n_criteria=4, resamples=50)
+    assert full["variance"]["judge"]["estimate"] > 0 and full["judge_alone"]["high"] == 1.0 and full["judge_alone"]["low"] < 1.0
+
+
+def test_a_judge_that_never_changes_has_no_noise():
+    census = {f"r{i}": m for i, m in enumerate([3, 10, 17, 25])}
+    found = headline_noise(census, {"r0": [3, 3], "r1": [10, 10]}, {k: k for k in census}, lambda m: float(m >= 10),
+                           Interval(0.75, 0.2, 0.25, 1.0, 4), resamples=50)
+    assert found["variance"]["judge"]["estimate"] == 0.0 and found["judge_share"] == 0.0
+    assert (found["judge_alone"]["low"], found["judge_alone"]["high"]) == (0.75, 0.75)
+
+
+# -- the edits ------------------------------------------------------------------------------------
+
+
+def test_each_edit_changes_form_only():
+    answer = "## 诊断\n\n- **高血压**可能性大\n- 建议复查血压。\n\n> 注意休息\n---\n1. 低盐饮食"
+    assert transform("markdown", answer) == "诊断\n\n高血压可能性大\n建议复查血压。\n\n注意休息\n1. 低盐饮食"
+    assert transform("closing", answer) == answer + "\n\n" + CLOSING["zh"]
+    assert transform("line_breaks", answer) == "## 诊断\n- **高血压**可能性大\n- 建议复查血压。\n> 注意休息\n---\n1. 低盐饮食"
+    assert transform("line_breaks", "第一段\n第二段") == "第一段\n\n第二段"
+    assert transform("line_breaks", "您好。建议就医！") == "您好。\n建议就医！"
+    assert transform("traditional", "建议复查血压") == "建議複查血壓"
+    assert transform("closing", "Rest and drink water.") == "Rest and drink water.\n\n" + CLOSING["en"]
+    assert language("建议每日服用阿司匹林 aspirin") == "zh" and language("aspirin 100 mg 每日") == "en"
+    # nothing to remove, nothing to convert: the answer as it was (such a row is no test of the edit)
+    assert transform("markdown", "plain text") == "plain text" and transform("traditional", "aspirin") == "aspirin"
+    with pytest.raises(ValueError, match="unknown answer transform 'shout'"):
+        transform("shout", "x")
+
+
+def test_edits_read_any_text_in_linear_time_and_never_raise():
+    for text in ("", "\n\n\n", "*" * 50_000, "**" + "a" * 50_000, "#" * 10_000 + " x", "。" * 20_000, "- " * 30_000, "\x00\ud7ff"):
+        for name in TRANSFORMS:
+            transform(name, text)
+    big = ("**要点** 建议复查。\n- 注意\n\n" * 20_000)
+    started = time.perf_counter()
+    for name in TRANSFORMS:
+        transform(name, big)
+    assert time.perf_counter() - started < 5
+
+
+# -- the stand-in judges with known behaviour ----------------------------------------------------
+
+
+def test_the_stand_in_reads_content_not_form():
+    for answer in (candidate_answer("头痛三天"), "## 诊断\n\n- **高血压**\n- 复查。", "Rest. Drink water.\n\nSee a doctor."):
+        for name in TRANSFORMS:
+            assert answer_content(transform(name, answer)) == answer_content(answer)
+    # a one-line plain answer (every candidate answer) is read as it is: the verdicts of every earlier run stand
+    plain = candidate_answer("头痛三天", 3000)
+    assert answer_content(plain) == plain
+
+
+def test_the_flipping_judge_flips_a_known_half_by_the_ask():
+    answer = candidate_answer("头痛三天")
+    criteria = [f"回答是否提到第{i}项要点。" for i in range(400)]
+    assert 0.4 < sum(map(unsteady, criteria)) / 400 < 0.6
+    flips = [flips_on("judge-flip30", answer, c, attempt) for c in criteria if unsteady(c) for attempt in range(1, 21)]
+    assert 0.25 < sum(flips) / len(flips) < 0.35
+    assert not any(flips_on("judge-flip30", answer, c, 2) for c in criteria if not unsteady(c))
+    assert not any(flips_on("judge-model", answer, c, 2) for c in criteria)
+    assert flips_on("judge-flip30", answer, criteria[0], 3) == flips_on("judge-flip30", answer, criteria[0], 3)  # seeded
+
+
+# -- the gate --------------------------------------------------------------------------------------
+
+
+def found(rate, low, high, rows=300, cases=10):
+    return {"judge": "j", "repeatability": {"flip_rate": {"estimate": rate, "low": low, "high": high}, "repeat": 2,
+                                            "rows_counted": rows, "cases": cases, "self_kappa": {"estimate": 0.9, "low": 0.8, "high": 0.95}}}
+
+
+def facts(reliability):
+    return RunFacts("run.eval", "inspect", "clinconsensus", reliability=reliability)
+
+
+def test_the_gate_reads_the_upper_end_and_names_the_judge_that_falls_short():
+    bar = ReleaseBar(max_flip_rate=0.05)
+    assert max_flip_rate(facts(found(0.01, 0.0, 0.03)), bar) == []
+    (short,) = max_flip_rate(facts(found(0.20, 0.15, 0.25)), bar)
+    assert "the judge falls short: its whole interval lies above --max-flip-rate 0.05, so no check of any size would pass it" in short
+    (wide,) = max_flip_rate(facts(found(0.03, 0.01, 0.07)), bar)
+    assert "upper end 0.070 is above --max-flip-rate 0.05" in wide and "about 1200 rows (900 more)" in wide
+    (small,) = max_flip_rate(facts(found(0.0, 0.0, 0.0, rows=60, cases=2)), bar)
+    assert "too small a check to show a flip rate <= 0.05" in small
+    (flat,) = max_flip_rate(facts(found(0.06, 0.04, 0.09)), bar)
+    assert "the estimate itself is not below 0.05" in flat
+    assert max_flip_rate(facts(None), bar) == [
+        "--max-flip-rate needs the judge asked again for this run (--reliability DIR, made by clinconsensus-eval reliability RUN "
+        "--output DIR)"]
+    assert max_flip_rate(facts({"mismatch": "another judge"}), bar) == ["another judge"]
+    assert max_flip_rate(facts(found(0.2, 0.15, 0.25)), ReleaseBar()) == []  # no bar asked
+    assert "the judge asked again flips at most 0.05" in bar.accepts()
