@@ -440,3 +440,29 @@ def test_validate_release_report_to_a_url(bucket, tmp_path, capsys):
     code, out, err = run_cli(capsys, "validate", "--release", str(path), "--report", bucket.url("checks/release.json"))
     assert code == 0, err
     assert json.loads(bucket.fs.cat(f"{bucket.name}/checks/release.json")) == json.loads(out)
+
+
+@pytest.mark.slow
+def test_a_reliability_check_in_a_bucket(fake_server, bucket, tmp_path, capsys):
+    # The run in the bucket, the check's folder in the bucket: asked, resumed, gated and reported from
+    # there; the figures equal a check kept on local disk.
+    from frameworks import run_inspect
+
+    log, _ = run_inspect(bucket.url("logs"))
+    args = ["--cases", "3", "--transforms", "closing", "--json", "--resamples", "200"]
+    code, remote, err = run_cli(capsys, "reliability", bucket.url("logs"), "--output", bucket.url("check"), *args, "--max-calls", "100")
+    assert code == 0 and not json.loads(remote)["complete"], err
+    code, remote, err = run_cli(capsys, "reliability", bucket.url("logs"), "--output", bucket.url("check"), *args)
+    assert code == 0 and json.loads(remote)["complete"] and "already in s3://" in err, err
+    assert bucket.fs.exists(f"{bucket.name}/check/reliability_plan.json") and bucket.fs.ls(f"{bucket.name}/check/asks")
+    code, local, err = run_cli(capsys, "reliability", bucket.url("logs"), "--output", str(tmp_path / "check"), *args)
+    assert code == 0, err
+    strip = lambda figures: {k: v for k, v in json.loads(figures).items() if k != "folder"}  # noqa: E731
+    assert strip(remote) == strip(local)
+    code, gate, _ = run_cli(capsys, "summarize", "--strict", bucket.url("logs"), "--reliability", bucket.url("check"),
+                            "--max-flip-rate", "0.05")
+    assert code == 1 and "too small a check to show a flip rate <= 0.05" in gate  # 3 cases: the gate reads 10 or more
+    code, out, err = run_cli(capsys, "report", bucket.url("logs"), "--reliability", bucket.url("check"), "--output",
+                             str(tmp_path / "report.html"))
+    assert code == 0, err
+    assert "Each judge against itself" in (tmp_path / "report.md").read_text(encoding="utf-8")
