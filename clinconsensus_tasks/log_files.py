@@ -275,6 +275,31 @@ def read_inspect_log(path: Path, header_only: bool = False, whole: bool = False)
                                 "or still being written?") from exc
 
 
+_SPLIT: Any = None
+
+
+def without_transcript(raw: bytes) -> dict[str, Any]:
+    """A sample member's JSON as ``json.loads`` reads it, less :data:`TRANSCRIPT_FIELDS`, whose
+    values are skipped without being built: msgspec splits the object into its top-level fields'
+    raw bytes (a scan at C speed), and ``json`` reads the rest. The transcript is most of a sample's
+    bytes (its judge prompts, kept as attachments: 270 KB of a 2,500-case run's samples): 0.9 s a
+    run against 3.4 s for reading it whole. JSON ``json`` takes and msgspec does not (a bare
+    ``NaN``) is read whole by ``json``."""
+    global _SPLIT
+    import json
+
+    import msgspec
+
+    if _SPLIT is None:
+        _SPLIT = msgspec.json.Decoder(dict[str, msgspec.Raw])
+    try:
+        fields = _SPLIT.decode(raw)
+    except msgspec.DecodeError:
+        data = json.loads(raw)
+        return {k: v for k, v in data.items() if k not in TRANSCRIPT_FIELDS}
+    return {k: json.loads(bytes(v)) for k, v in fields.items() if k not in TRANSCRIPT_FIELDS}
+
+
 def read_local_eval(path: Path):
     """A finished local ``.eval`` log, its samples without their transcripts, as Inspect's reader
     gives them when told to leave :data:`TRANSCRIPT_FIELDS` out (``tests/test_log_reading.py``
@@ -284,11 +309,11 @@ def read_local_eval(path: Path):
     Inspect leaves fields out by streaming each sample's JSON through ijson, an event at a time in
     Python: 11.6 s for a 2,500-case log, against 5 s for reading each sample member whole (stdlib
     ``zipfile``, zstd from ``zipfile_zstd``, which Inspect installs and imports), parsing it with
-    ``json``, dropping the transcript and building Inspect's own ``EvalSample``. As Inspect does,
+    ``json``, dropping the transcript and building Inspect's own ``EvalSample``; the transcript is
+    now skipped unread (:func:`without_transcript`). As Inspect does,
     a sample logged twice under one name is read once (the last member), and the samples are
     sorted by epoch, then id. The header is Inspect's reading of it.
     """
-    import json
     import zipfile
 
     from inspect_ai.log import EvalSample, read_eval_log
@@ -303,9 +328,7 @@ def read_local_eval(path: Path):
     samples = []
     with zipfile.ZipFile(path) as archive:
         for name in dict.fromkeys(n for n in archive.namelist() if n.startswith("samples/") and n.endswith(".json")):
-            data = json.loads(archive.read(name))
-            for field in TRANSCRIPT_FIELDS:
-                data.pop(field, None)
+            data = without_transcript(archive.read(name))
             samples.append(EvalSample.model_validate(data, context=get_deserializing_context()))
     samples.sort(key=lambda s: (s.epoch, s.id if isinstance(s.id, str) else str(s.id).zfill(20)))
     log.samples = samples

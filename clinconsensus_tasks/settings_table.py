@@ -96,7 +96,7 @@ SETTINGS: tuple[Setting, ...] = (
             "lm-eval's: a third of the CPU a call; no ModelEvent per call, the verdict cache instead of Inspect's, no batch mode)",
             inspect="judge_calls"),
     Setting("cache_dir", "str", "$XDG_CACHE_HOME/clinconsensus_tasks, else ~/.cache/clinconsensus_tasks",
-            "folder of the verdict cache (lm-eval; Inspect with judge_calls=direct) and batch ledger", env="CLINCONSENSUS_CACHE_DIR", metadata="cache_dir",
+            "folder of the verdict cache (lm-eval; Inspect with judge_calls=direct), the batch ledger and the report's runs/", env="CLINCONSENSUS_CACHE_DIR", metadata="cache_dir",
             inspect="(Inspect: INSPECT_CACHE_DIR)"),
     Setting("judge_max_attempts", "int", "2", "attempts per verdict before it counts as a failed judgment (2: the request and one re-ask, the verdict rule)",
             inspect="judge_max_attempts"),

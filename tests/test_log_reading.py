@@ -76,3 +76,21 @@ def test_a_log_cut_short_is_named_whichever_reader_meets_it(run_log, tmp_path):
         cut.write_bytes(data[:keep])
         with pytest.raises(UnreadableLog, match=f"{cut.name}: not a readable Inspect log"):
             read_inspect_log(cut)
+
+
+def test_a_sample_is_read_as_json_reads_it_less_its_transcript():
+    # The transcript is skipped unread (msgspec's split), the rest read by json: equal to json.loads
+    # less those fields, key order kept; JSON only json takes (a bare NaN) is read whole by json.
+    import json
+
+    from clinconsensus_tasks.log_files import TRANSCRIPT_FIELDS, without_transcript
+
+    sample = {"id": "SYN-0001", "epoch": 1, "input": "问题\n\"引号\" \\ 反斜杠 \u2028", "events": [{"x": "}]\"{["}] * 3,
+              "scores": {"rubric_scorer": {"value": {"met": 3}, "metadata": {"judgments": [{"met": True, "explanation": "满足"}]}}},
+              "attachments": {"a" * 32: "长" * 10_000}, "metadata": {"n": 1.5e-300, "big": 2**70}, "messages": []}
+    raw = json.dumps(sample, ensure_ascii=False).encode("utf-8")
+    expected = {k: v for k, v in json.loads(raw).items() if k not in TRANSCRIPT_FIELDS}
+    assert without_transcript(raw) == expected and list(without_transcript(raw)) == list(expected)
+    odd = b'{"id": 1, "metadata": {"score": NaN}, "events": [1, 2]}'
+    got = without_transcript(odd)
+    assert list(got) == ["id", "metadata"] and got["metadata"]["score"] != got["metadata"]["score"]  # NaN, read by json

@@ -25,13 +25,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                            "case by case as compare-models does (default: none)")
     parser.add_argument("--review", metavar="DIR", help="a physicians' review folder (review export, filled sheets): a section "
                                                         "with each judge against the physicians (default: none)")
+    parser.add_argument("--runs-cache", metavar="DIR",
+                        help="where the report keeps what it read of each run file, served again while the file is unchanged "
+                             "(default: runs/ in the project's cache folder, $CLINCONSENSUS_CACHE_DIR or ~/.cache/clinconsensus_tasks)")
+    parser.add_argument("--no-runs-cache", action="store_true", help="read every run file, keep nothing")
     parser.add_argument("--reliability", metavar="DIR", help="a check of the judges asked again (clinconsensus-eval reliability): "
                                                              "a section with each judge's flips and each headline's noise (default: none)")
 
 
 def main(args: argparse.Namespace) -> int:
+    from clinconsensus_tasks.report.run_cache import RunCache, default_folder
+
+    cache = None if getattr(args, "no_runs_cache", False) else RunCache(getattr(args, "runs_cache", None) or default_folder())
     info = build_report(args.logs, args.output, args.markdown, args.resamples, args.seed, args.title, getattr(args, "baseline", None),
                         parse_prices(getattr(args, "prices", None) or []), getattr(args, "review", None),
-                        getattr(args, "reliability", None))
+                        getattr(args, "reliability", None), cache)
     print(json_output.dumps(info))
     return 0

@@ -83,6 +83,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from clinconsensus_tasks.clinconsensus.logs import read_case_records
     from clinconsensus_tasks.report.runs import read_runs
     from clinconsensus_tasks.run_records.review_export import FORMATS, ReviewRun, plan_review, write_review
 
@@ -93,7 +94,8 @@ def _export(args: argparse.Namespace) -> int:
         print(f"review export: skipped {path}: {why}", file=sys.stderr)
     if not found.clin:
         raise ValueError(f"no finished ClinConsensus run in {', '.join(args.runs)}")
-    runs = [ReviewRun(r.name, r.path, r.meta.get("framework", ""), r.records) for r in found.clin]
+    # The report's reading names and sorts the runs and keeps no records: each run's records are read for the draw.
+    runs = [ReviewRun(r.name, r.path, r.meta.get("framework", ""), read_case_records(r.path)) for r in found.clin]
     plan = plan_review(runs, args.cases, args.criteria_per_case, args.reviewers, args.overlap, args.seed)
     written = write_review(plan, args.output, FORMATS if args.format == "both" else (args.format,))
     print(f"review {plan['export_id']}: {plan['drawn_cases']} cases, {len(plan['items'])} rows to label, "

@@ -34,14 +34,14 @@ import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.log_files import CLIMEDBENCH, CLINCONSENSUS, SeveralRuns, benchmark_of, run_files
 from clinconsensus_tasks.gates.bar import ReleaseBar
 from clinconsensus_tasks.gates.facts import RunFacts, run_facts
 from clinconsensus_tasks.gates.release import COMPARISON_CHECKS, COMPARISON_PROFILE, run_problems
-from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
+from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, case_terms
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import format_value
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS
 from clinconsensus_tasks.scorers.redact import redact
@@ -89,15 +89,26 @@ def _digest(value: Any) -> str:
 # -- reading runs (files: ``log_files.run_files``; records: the benchmarks' readers) ---------------
 
 
+def case_content(record: Any) -> str:
+    """sha256 of what a ClinConsensus case asked (its question and rubric): cases pair by it."""
+    return _digest([record.question, [list(x) for x in record.rubrics]])
+
+
 def clinconsensus_pairable(path: str, records: Sequence[Any], thresholds: Sequence[int], n_criteria: int) -> PairableRun:
     """A ClinConsensus run's per-case terms, keyed by case, from its records."""
-    judges = tuple(sorted({r.graded.judge for r in records if r.graded.judge}))
-    modes = sorted({r.graded.judge_mode for r in records if r.graded.judge_mode})
-    run = PairableRun(path, CLINCONSENSUS, {}, {}, judges, ", ".join(modes))
-    for r in records:
-        for name, term in r.graded.terms(thresholds, n_criteria).items():  # every mean metric of the metric table
-            run.add(name, r.graded.case_id, term)
-        run.content[r.graded.case_id] = _digest([r.question, [list(x) for x in r.rubrics]])
+    return pairable_of_results(path, [r.graded.result() for r in records], {r.graded.case_id: case_content(r) for r in records},
+                               {r.graded.judge for r in records if r.graded.judge}, {r.graded.judge_mode for r in records if r.graded.judge_mode},
+                               thresholds, n_criteria)
+
+
+def pairable_of_results(path: str, results: Sequence[Any], content: Mapping[str, str], judges: Iterable[str], modes: Iterable[str],
+                        thresholds: Sequence[int], n_criteria: int) -> PairableRun:
+    """A ClinConsensus run's per-case terms from each record's result (``scorers.cacs.CaseResult``:
+    the report keeps those, not the records) and each case's :func:`case_content`."""
+    run = PairableRun(path, CLINCONSENSUS, {}, dict(content), tuple(sorted(judges)), ", ".join(sorted(modes)))
+    for r in results:
+        for name, term in case_terms(r.met, r.judged, thresholds, n_criteria).items():  # every mean metric of the metric table
+            run.add(name, r.case, term)
     return run
 
 

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from clinconsensus_tasks.clinconsensus.logs import read_case_records
 from clinconsensus_tasks.scorers.redact import redact
 from clinconsensus_tasks.report.runs import read_runs
 from clinconsensus_tasks.report.sections import (
@@ -97,8 +98,9 @@ def check_section(folder: str | Path, runs: Any, resamples: int, seed: int) -> S
         if held is None:
             missing.append(planned["path"])
             continue
-        incomplete += sum(1 for unit in run_units(check.plan, index, held.records)[0] if unit.id not in check.asks)
-        figures.append(run_figures(check.plan, index, held.records, check.asks, held.thresholds, resamples, seed))
+        records = read_case_records(held.path)  # the report keeps no records: the check's few runs are read again
+        incomplete += sum(1 for unit in run_units(check.plan, index, records)[0] if unit.id not in check.asks)
+        figures.append(run_figures(check.plan, index, records, check.asks, held.thresholds, resamples, seed))
     return reliability_section(check, figures, missing, incomplete)
 
 
@@ -106,10 +108,12 @@ def build_report(
     logs: Sequence[str | Path], output: str | Path, markdown: str | Path | None = None,
     resamples: int = 1000, seed: int = 0, title: str = "ClinConsensus / CliMedBench results", baseline: str | Path | None = None,
     prices: Mapping[str, Prices] | None = None, review: str | Path | None = None, reliability: str | Path | None = None,
+    cache: Any = None,
 ) -> dict[str, Any]:
     """Read ``logs`` and write the HTML report to ``output`` and the Markdown summary beside it
-    (``report.md`` in the same folder unless ``markdown`` is given). Returns paths and counts."""
-    runs = read_runs(logs)
+    (``report.md`` in the same folder unless ``markdown`` is given). Returns paths and counts.
+    ``cache`` (``report.run_cache.RunCache``) serves the files read by an earlier report, unchanged."""
+    runs = read_runs(logs, cache)
     for path, why in runs.skipped:
         print(f"report: warning: skipped {path}: {why}", file=sys.stderr)
     if not runs.clin and not runs.med:

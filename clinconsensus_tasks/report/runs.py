@@ -10,6 +10,7 @@ made. Every number is computed by the scoring core from the records the readers 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -36,32 +37,62 @@ CURVE_KS = range(1, 31)
 
 @dataclass
 class ClinRun:
-    """One ClinConsensus run: per-case records and the metrics the scoring core computes from them.
-    ``same_as`` names an earlier run that logged exactly the same per-case results."""
+    """One ClinConsensus run as the report keeps it: what its sections compute from, made once from
+    the run's records when it is read (:meth:`of`), never the records themselves (a 2,500-case
+    run's records are about 85 MB; this is under 1 MB, so a campaign of a hundred runs fits in a
+    few hundred MB). ``same_as`` names an earlier run that logged exactly the same per-case results."""
 
     name: str
     path: str
-    records: list[LoggedCase]
+    results: list[CaseResult]  # each record's result (summary, breakdowns, curve, intervals)
     n_criteria: int = DEFAULT_N_CRITERIA
     meta: dict[str, Any] = field(default_factory=dict)
     same_as: str = ""
     thresholds: tuple[int, ...] = DEFAULT_THRESHOLDS  # the run's k of Pass@k and CACS@k, 7 and 10 always among them
+    tallies: dict[str, float] = field(default_factory=dict)  # every count of the metric table (metric_table.totals)
+    judges: tuple[str, ...] = ()  # the judges the records name (graded.judge), where the header names none
+    agreement: dict[str, float] | None = None  # a dual run's two judges (run_records.agreement.compare_records)
+    agreement_judges: tuple[str, ...] = ()  # a dual run's reference and second judge
+    jury: dict[str, Any] | None = None  # a jury's jurors (scorers.clinconsensus.jury.jury_summary)
+    usage: dict[str, Any] = field(default_factory=dict)  # judge -> TokenUsage (report.costs.judge_usage)
+    content: dict[str, str] = field(default_factory=dict)  # case -> sha256 of what it asked (question, rubric): pairing
+    judge_modes: tuple[str, ...] = ()
+    fingerprint_key: str = ""  # sha256 of every record's (case, epoch, verdicts): runs logged alike
 
-    @functools.cached_property
-    def results(self) -> list[CaseResult]:
-        """Each record's result, built once (every section reads them; ``records`` never change)."""
-        return [r.graded.result() for r in self.records]
+    @classmethod
+    def of(cls, name: str, path: str, records: Sequence[LoggedCase], n_criteria: int = DEFAULT_N_CRITERIA,
+           meta: dict[str, Any] | None = None, thresholds: tuple[int, ...] = DEFAULT_THRESHOLDS) -> "ClinRun":
+        """The run made from its records, which are then let go."""
+        from clinconsensus_tasks.gates.regression import case_content
+        from clinconsensus_tasks.report.costs import judge_usage
+        from clinconsensus_tasks.run_records.agreement import compare_records
+        from clinconsensus_tasks.scorers.clinconsensus.jury import jury_summary
+        from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE
+
+        graded = [r.graded for r in records]
+        dual = any(g.dual for g in graded)
+        fingerprint = [(g.case_id, g.epoch, tuple(j.met for j in g.judgments)) for g in graded]
+        return cls(
+            name, path, [g.result() for g in graded], n_criteria, dict(meta or {}), thresholds=thresholds,
+            tallies=totals(graded), judges=tuple(sorted({g.judge for g in graded if g.judge})),
+            agreement=compare_records(records, None, n_criteria=n_criteria, where=path) if dual else None,
+            agreement_judges=(graded[0].judge, graded[0].roles[SECOND_ROLE].judge) if dual else (),
+            jury=jury_summary(graded, (10, 7), DEFAULT_N_CRITERIA) or None, usage=judge_usage(graded),
+            content={r.graded.case_id: case_content(r) for r in records},
+            judge_modes=tuple(sorted({g.judge_mode for g in graded if g.judge_mode})),
+            fingerprint_key=hashlib.sha256(repr(fingerprint).encode("utf-8")).hexdigest(),
+        )
 
     @property
     def dual(self) -> bool:
-        return any(r.graded.dual for r in self.records)
+        return self.agreement is not None
 
     def summary(self) -> dict[str, float]:
         return summarize(self.results, self.thresholds, self.n_criteria)
 
     def counts(self) -> dict[str, float]:
         """Every count of the metric table (judge failures, empty answers, judge tokens ...)."""
-        return totals([r.graded for r in self.records])
+        return dict(self.tallies)
 
     def breakdowns(self) -> dict[str, dict[str, dict[str, float]]]:
         return self._breakdowns
@@ -74,8 +105,14 @@ class ClinRun:
         met = [r.met for r in self.results]
         return [cacs_at_k(met, k, self.n_criteria) for k in CURVE_KS if k <= self.n_criteria]
 
-    def fingerprint(self) -> list[tuple[Any, ...]]:
-        return [(r.graded.case_id, r.graded.epoch, tuple(j.met for j in r.graded.judgments)) for r in self.records]
+    def fingerprint(self) -> str:
+        return self.fingerprint_key
+
+    def pairable(self, thresholds: Sequence[int], n_criteria: int) -> Any:
+        """The run as ``compare-models`` pairs it (``gates.regression``), from its results."""
+        from clinconsensus_tasks.gates.regression import pairable_of_results
+
+        return pairable_of_results(self.path, self.results, self.content, self.judges, self.judge_modes, thresholds, n_criteria)
 
 
 @dataclass
@@ -117,6 +154,7 @@ class Runs:
     med: list[MedRun] = field(default_factory=list)
     results_files: list[dict[str, Any]] = field(default_factory=list)  # lm-eval results_*.json metadata
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (log, why): unfinished or empty
+    climedbench_files: dict[str, list[ItemResult]] = field(default_factory=dict)  # an lm-eval samples file's items, until grouped
 
 
 def model_display_name(model: str) -> str:
@@ -247,7 +285,7 @@ def _read_inspect(path: Path, runs: Runs) -> None:
         records = list(inspect_log_cases(log, path))
         meta["judges"] = _record_judges(records) or meta["judges"]
         ks = with_defaults(parse_thresholds((log.eval.task_args or {}).get("thresholds") or DEFAULT_THRESHOLDS, n))
-        runs.clin.append(ClinRun(name, str(path), records, n, meta, thresholds=ks))
+        runs.clin.append(ClinRun.of(name, str(path), records, n, meta, thresholds=ks))
     elif task.startswith(CLIMEDBENCH):
         items = read_climedbench_inspect(path, log)
         items.require_scored()
@@ -256,13 +294,14 @@ def _read_inspect(path: Path, runs: Runs) -> None:
         raise ValueError(f"{path}: task {log.eval.task!r} is neither ClinConsensus nor CliMedBench")
 
 
-def _read_lmeval_climedbench(paths: Sequence[Path], runs: Runs) -> None:
+def _read_lmeval_climedbench(paths: Sequence[Path], items: dict[str, list[ItemResult]], runs: Runs) -> None:
     """One lm-eval CliMedBench run from its samples files (one per scenario task, same folder and
-    timestamp): one CliMedBench run in the report, as in Inspect. Variant tasks run in the same
-    call (``--tasks climedbench,climedbench_perturbed``) make one run per variant."""
+    timestamp; ``items``: each file's scored items): one CliMedBench run in the report, as in
+    Inspect. Variant tasks run in the same call (``--tasks climedbench,climedbench_perturbed``)
+    make one run per variant."""
     by_variant: dict[str, tuple[list[ItemResult], list[str], list[Path]]] = {}
     for path in sorted(paths):  # the same run whichever order the files were named in
-        found = _climedbench_results(path)
+        found = items[str(path)]
         if not found:
             runs.skipped.append((str(path), "no samples"))
             continue
@@ -283,20 +322,20 @@ PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 
 
 def _read_one(path: Path) -> Runs:
-    """What one file adds to the runs (a CliMedBench lm-eval samples file: nothing yet, it is read
-    with the other files of its run)."""
+    """What one file adds to the runs (a CliMedBench lm-eval samples file: its items, grouped with the
+    other files of its run once every file is read)."""
     runs = Runs()
     if is_lmeval_results(path):
         runs.results_files.append(_lmeval_results(path))
     elif is_lmeval_samples(path, CLINCONSENSUS):
         records = read_case_records(path)
         if records:
-            runs.clin.append(ClinRun(model_display_name(path.parent.name), str(path), records, meta=_lmeval_meta(path),
-                                     thresholds=_lmeval_thresholds(path)))
+            runs.clin.append(ClinRun.of(model_display_name(path.parent.name), str(path), records, meta=_lmeval_meta(path),
+                                        thresholds=_lmeval_thresholds(path)))
         else:
             runs.skipped.append((str(path), "no samples"))
     elif is_lmeval_samples(path, CLIMEDBENCH):
-        pass
+        runs.climedbench_files[str(path)] = _climedbench_results(path)
     elif is_inspect_log(path, named=True):
         _read_inspect(path, runs)
     else:
@@ -317,44 +356,58 @@ def _workers(paths: Sequence[Path]) -> int:
     return min(cpus, len(local))
 
 
-def _read_each(paths: Sequence[Path]) -> list[Runs]:
-    """:func:`_read_one` of every path, in their order: side by side in worker processes where
-    :func:`_workers` says so. A file a worker could not read is read again here, so its error is
-    the one a reading in this process raises, with nothing of it lost in passing between processes."""
-    workers = _workers(paths)
+def _read_each(paths: Sequence[Path], cache: Any = None) -> list[Runs]:
+    """:func:`_read_one` of every path, in their order: from ``cache`` (``report.run_cache.RunCache``)
+    where it holds this very file's reading, the rest side by side in worker processes where
+    :func:`_workers` says so. A file a worker could not read is read again here, so its error is the
+    one a reading in this process raises, with nothing of it lost in passing between processes. A
+    reading is stored unless its file changed while it was read."""
+    keys = [cache.key(path) if cache is not None else None for path in paths]
+    out: list[Runs | None] = [cache.get(key) if cache is not None else None for key in keys]
+    todo = [i for i, part in enumerate(out) if part is None]
+    missing = [paths[i] for i in todo]
+    workers = _workers(missing)
     if workers > 1:
         import concurrent.futures
         import multiprocessing
 
         with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(_read_one, path) for path in paths]
-            out: list[Runs] = []
-            for path, future in zip(paths, futures):
+            futures = [pool.submit(_read_one, path) for path in missing]
+            for i, path, future in zip(todo, missing, futures):
                 try:
-                    out.append(future.result())
+                    out[i] = future.result()
                 except Exception:  # noqa: BLE001 -- read here again: the error as this process raises it
-                    out.append(_read_one(path))
-            return out
-    return [_read_one(path) for path in paths]
+                    out[i] = _read_one(path)
+    else:
+        for i, path in zip(todo, missing):
+            out[i] = _read_one(path)
+    if cache is not None:
+        for i in todo:
+            if keys[i] is not None and cache.key(paths[i]) == keys[i]:
+                cache.put(keys[i], out[i])
+    return out  # type: ignore[return-value]
 
 
-def read_runs(paths: Sequence[str | Path]) -> Runs:
+def read_runs(paths: Sequence[str | Path], cache: Any = None) -> Runs:
     """Sort every log (or folder of logs) into ClinConsensus runs, CliMedBench runs and lm-eval
-    results files; unfinished or empty logs are skipped and listed in ``Runs.skipped``."""
+    results files; unfinished or empty logs are skipped and listed in ``Runs.skipped``. ``cache``
+    (``report.run_cache.RunCache``) serves the files read before, unchanged."""
     runs = Runs()
     climedbench_groups: dict[tuple[Path, str], list[Path]] = {}
+    items: dict[str, list[ItemResult]] = {}
     found = find_logs(paths)
     runs.skipped += [(str(old), f"superseded by {newer}, a later attempt of the same task") for old, newer in found.superseded]
     files = list(found)
-    for path, part in zip(files, _read_each(files)):
+    for path, part in zip(files, _read_each(files, cache)):
         runs.results_files += part.results_files
         runs.clin += part.clin
         runs.med += part.med
         runs.skipped += part.skipped
+        items.update(part.climedbench_files)
         if is_lmeval_samples(path, CLIMEDBENCH):
             climedbench_groups.setdefault(lmeval_run_key(path), []).append(path)
     for group in climedbench_groups.values():
-        _read_lmeval_climedbench(group, runs)
+        _read_lmeval_climedbench(group, items, runs)
     for group in (runs.clin, runs.med):
         _unique_names(group)
         _mark_identical(group)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from clinconsensus_tasks.report.costs import judge_usage, usage_rows
+from clinconsensus_tasks.report.costs import usage_rows
 from clinconsensus_tasks.report.runs import CURVE_KS, ClinRun, MedRun, Runs, model_display_name
 from clinconsensus_tasks.report.svg import bar_chart, escape, heatmap, line_chart, radar_chart
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
@@ -25,7 +25,6 @@ from clinconsensus_tasks.scorers.climedbench.robustness import OVERALL, paired_d
 from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult, summarize
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, DEFAULT_THRESHOLDS
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import format_value, headline_names, mean_names
-from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE
 from clinconsensus_tasks.scorers.usage import Prices
 from clinconsensus_tasks.storage import location, same_location
 
@@ -118,7 +117,7 @@ def leaderboard(runs: Sequence[ClinRun], resamples: int, seed: int) -> tuple[Tab
         s, counts = summarize(run.results, ks, run.n_criteria), run.counts()
         ci = bootstrap_intervals(run.results, run.n_criteria, resamples, seed, thresholds=ks)
         cases = int(s["cases"])
-        judges = run.meta.get("judges") or [j for j in {x.graded.judge for x in run.records} if j]
+        judges = run.meta.get("judges") or list(run.judges)
         rows.append([run.name, str(cases), *[f"{_f(s[m])} {_ci(ci[m])}" for m in names],
                      *[_count_cell(c, counts[c], cases) for c in LEADERBOARD_COUNTS], ", ".join(judges)])
         notes += run_notes(run, counts, cases)
@@ -166,14 +165,12 @@ AGREEMENT_COLUMNS = ("agreement/percent", "agreement/kappa", "agreement/macro_f1
 def agreement_table(runs: Sequence[ClinRun]) -> Table:
     """Reference judge against the local judge, for dual-judge runs (``run_records.agreement.compare_records``,
     on the records the report read)."""
-    from clinconsensus_tasks.run_records.agreement import compare_records
-
     rows = []
     for run in runs:
-        if not run.dual:
+        if run.agreement is None:
             continue
-        metrics = compare_records(run.records, None, n_criteria=run.n_criteria, where=run.path)
-        judges = run.meta.get("judges") or [run.records[0].graded.judge, run.records[0].graded.roles[SECOND_ROLE].judge]
+        metrics = run.agreement
+        judges = run.meta.get("judges") or list(run.agreement_judges)
         cells = [_f(metrics.get(c)) for c in AGREEMENT_COLUMNS[:-1]] + [str(int(metrics.get(AGREEMENT_COLUMNS[-1], 0)))]
         rows.append([run.name, " vs ".join(judges), *cells])
     header = ["model", "judges (reference vs local)", "percent", "kappa", "macro F1", "CACS@10 diff", "local CACS@10", "local judge failures"]
@@ -185,14 +182,12 @@ JURY_NOTE = ("A jury run's score is its panel's majority verdict per criterion (
              "gate refuses it unless accepted with --allow-prompt jury.")
 
 
-def jury_table(runs: Sequence[ClinRun], n_criteria: int = 30) -> Table:
+def jury_table(runs: Sequence[ClinRun]) -> Table:
     """Each juror of the jury runs (``scorers.clinconsensus.jury``): its CACS@10 and failures,
     its kappa with the panel's other jurors, and the panel's Fleiss' kappa with its interval."""
-    from clinconsensus_tasks.scorers.clinconsensus.jury import jury_summary
-
     rows = []
     for run in runs:
-        jury = jury_summary([r.graded for r in run.records], (10, 7), n_criteria)
+        jury = run.jury
         if not jury:
             continue
         fleiss = jury["fleiss_kappa"]
@@ -214,7 +209,7 @@ def usage_table(runs: Sequence[ClinRun], prices: Mapping[str, Prices] | None = N
     """Judge tokens per run and judge, from the API usage recorded per case (``report.costs``)."""
     rows = []
     for run in runs:
-        for row in usage_rows(judge_usage([r.graded for r in run.records]), prices):
+        for row in usage_rows(run.usage, prices):
             rows.append([run.name, row["judge"], str(row["calls"]), str(row["prompt_tokens"]), str(row["cached_prompt_tokens"]),
                          str(row["completion_tokens"]), "–" if row["cost"] is None else f"{row['cost']:.4f}"])
     return Table("Judge tokens and cost", ["model", "judge", "calls", "prompt tokens", "cached prompt tokens", "completion tokens",
@@ -311,11 +306,11 @@ def robustness_section(runs: Sequence[MedRun], resamples: int, seed: int) -> Sec
 def baseline_section(baseline: str | Path, runs: Runs, resamples: int, seed: int) -> Section:
     """Every run of the baseline's benchmark against the baseline (``compare-models``), case by case."""
     from clinconsensus_tasks.log_files import CLINCONSENSUS
-    from clinconsensus_tasks.gates.regression import RunMismatch, clinconsensus_pairable, compare_runs, read_run
+    from clinconsensus_tasks.gates.regression import RunMismatch, compare_runs, read_run
 
-    def pairable(run: Any) -> Any:  # a ClinConsensus run from the records the report holds (not read again)
+    def pairable(run: Any) -> Any:  # a ClinConsensus run from what the report holds (not read again)
         if isinstance(run, ClinRun):
-            return clinconsensus_pairable(run.path, run.records, DEFAULT_THRESHOLDS, run.n_criteria)
+            return run.pairable(DEFAULT_THRESHOLDS, run.n_criteria)
         # an lm-eval CliMedBench run is its call's samples files, named together: their folder holds the run
         return read_run(Path(run.path.split(", ")[0]).parent if ", " in run.path else run.path)
 

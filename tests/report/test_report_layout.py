@@ -27,8 +27,8 @@ def _case(case_id: str, met: int, empty: bool = False) -> LoggedCase:
 
 def test_a_model_that_left_answers_empty_is_flagged_in_the_leaderboard():
     # Stands in for a model behind a failing endpoint: 2 of its 3 answers came back empty.
-    weak = ClinRun("weak-model", "w.eval", [_case("a", 12), _case("b", 12), _case("c", 12)])
-    empty = ClinRun("empty-model", "e.eval", [_case("a", 12), _case("b", 0, empty=True), _case("c", 0, empty=True)])
+    weak = ClinRun.of("weak-model", "w.eval", [_case("a", 12), _case("b", 12), _case("c", 12)])
+    empty = ClinRun.of("empty-model", "e.eval", [_case("a", 12), _case("b", 0, empty=True), _case("c", 0, empty=True)])
     table, notes = leaderboard([weak, empty], resamples=50, seed=0)
     column = table.header.index("empty answers")
     assert [row[column] for row in table.rows] == ["0", "2 of 3 ⚠"]
@@ -39,7 +39,7 @@ def test_a_model_that_left_answers_empty_is_flagged_in_the_leaderboard():
 def test_identical_runs_are_said_and_drawn_apart():
     # Stands in for one model's answers graded alike by Inspect and lm-eval.
     cases = [_case("a", 12), _case("b", 20)]
-    runs = [ClinRun("m (inspect)", "x.eval", cases), ClinRun("m (lm-eval)", "x.jsonl", list(cases)), ClinRun("other", "o.eval", [_case("a", 3)])]
+    runs = [ClinRun.of("m (inspect)", "x.eval", cases), ClinRun.of("m (lm-eval)", "x.jsonl", list(cases)), ClinRun.of("other", "o.eval", [_case("a", 3)])]
     _mark_identical(runs)
     assert [r.same_as for r in runs] == ["", "m (inspect)", ""]
     _, notes = leaderboard(runs, resamples=20, seed=0)
