@@ -238,13 +238,23 @@ def test_an_in_process_local_judge_is_asked_through_inspects_hf_provider(fake_se
     assert local_figures["invariance"]["closing"]["rows"] == 0
 
 
-def test_a_judge_that_stops_answering_keeps_every_answer_and_the_check_resumes(fake_server, tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("framework", ["inspect", "lm-eval"])
+def test_a_judge_that_stops_answering_keeps_every_answer_and_the_check_resumes(framework, fake_server, tmp_path, capsys, monkeypatch):
     from itertools import count
 
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import GenerateConfig, get_model
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
     from clinconsensus_tasks.stand_in.judges import judge_reply
 
-    samples = lmeval_samples(fake_server.base_url, tmp_path / "lm", "judge-model")
-    monkeypatch.setenv("CLINCONSENSUS_JUDGE_MAX_RETRIES", "0")  # the judge's connections drop: failed at once, no back-off
+    if framework == "inspect":  # the judge role bound with no retries, as the check binds it again from the header
+        judge = get_model("openai-api/judge/judge-model", config=GenerateConfig(max_retries=0, timeout=20), memoize=False)
+        run = inspect_eval(clinconsensus(data="sample"), model="openai-api/cand/cand-model", model_roles={"grader": judge},
+                           log_dir=str(tmp_path / "logs"), display="none")[0].location
+    else:
+        run = lmeval_samples(fake_server.base_url, tmp_path / "lm", "judge-model")
+        monkeypatch.setenv("CLINCONSENSUS_JUDGE_MAX_RETRIES", "0")  # the judge's connections drop: failed at once, no back-off
     calls = count()
 
     def answers_then_dies(request):  # the judge as it answers, for its first 8 cases x 30 criteria; then no reply at all
@@ -256,12 +266,12 @@ def test_a_judge_that_stops_answering_keeps_every_answer_and_the_check_resumes(f
     fake_server.script("judge-model", answers_then_dies)
     out = tmp_path / "check"
     capsys.readouterr()
-    assert main(["reliability", str(samples), "--output", str(out), "--cases", "12", "--transforms", "none"]) == 1
+    assert main(["reliability", str(run), "--output", str(out), "--cases", "12", "--transforms", "none"]) == 1
     err = capsys.readouterr().err
-    assert "the judge did not answer (transport" in err and f"8 asks made and kept in {out}" in err
+    assert "the judge did not answer (" in err and f"8 asks made and kept in {out}" in err
     kept = [line for path in (out / "asks").glob("*.jsonl") for line in path.read_text(encoding="utf-8").splitlines()]
     assert len(kept) == 8 and all(None not in json.loads(line)["verdicts"].values() for line in kept)
     fake_server.script("judge-model", None)
-    figures, err = check(capsys, samples, out, "--transforms", "none")
+    figures, err = check(capsys, run, out, "--transforms", "none")
     assert figures["complete"] and "8 already in" in err and figures["asks"] == {"planned": 24, "answered": 24}
     assert headline_judge(figures)["repeatability"]["failed_asks"] == 0
