@@ -275,3 +275,22 @@ def test_a_judge_that_stops_answering_keeps_every_answer_and_the_check_resumes(f
     figures, err = check(capsys, run, out, "--transforms", "none")
     assert figures["complete"] and "8 already in" in err and figures["asks"] == {"planned": 24, "answered": 24}
     assert headline_judge(figures)["repeatability"]["failed_asks"] == 0
+
+
+def test_a_check_is_not_read_for_a_run_rejudged_since_or_another_run(fake_server, tmp_path, capsys):
+    import shutil
+
+    log, _ = run_inspect(tmp_path / "logs", judge="judge-model")
+    check(capsys, log.location, tmp_path / "check", "--transforms", "none")
+    other, _ = run_inspect(tmp_path / "other", judge="judge-model", candidate="cand-other")
+    capsys.readouterr()
+    assert main(["summarize", "--strict", other.location, "--reliability", str(tmp_path / "check"), "--max-flip-rate", "0.05"]) == 1
+    assert "did not ask this run's judge (it read" in capsys.readouterr().out
+    # The same file re-judged by another judge since the check (rescore's output put in its place).
+    assert main(["rescore", log.location, "--output", str(tmp_path / "rejudged.eval"), "--judge-base-url", fake_server.base_url,
+                 "--judge-model", "judge-alt", "--judge-api-key", "k"]) == 0
+    shutil.copy(tmp_path / "rejudged.eval", log.location)
+    capsys.readouterr()
+    assert main(["summarize", "--strict", log.location, "--reliability", str(tmp_path / "check"), "--max-flip-rate", "0.05"]) == 1
+    out = capsys.readouterr().out
+    assert "asked grader openai-api/judge/judge-model, but the run is now judged by grader judge-alt (re-judged since?)" in out
