@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the check's folder, local or a URL prefix: its plan, every ask as it comes, reliability.json; the same "
                         "command again resumes it (asks only what is missing)")
     p.add_argument("--repeat", type=int, default=2, help="asks of each row as it was (at least 2)")
-    p.add_argument("--cases", type=int, default=30, help="cases drawn per subject x difficulty stratum, every case the same chance")
+    p.add_argument("--cases", type=int, default=30, help="cases drawn in all, shared among the subject x difficulty strata by their sizes (every case the same chance)")
     p.add_argument("--criteria-per-case", default="all", metavar="K|all",
                    help="criteria asked of each drawn case (all: the headline's noise can be split too; a batched run always all)")
     p.add_argument("--transforms", default=",".join(TRANSFORMS), metavar="NAMES",
