@@ -408,10 +408,31 @@ def read_runs(paths: Sequence[str | Path], cache: Any = None) -> Runs:
             climedbench_groups.setdefault(lmeval_run_key(path), []).append(path)
     for group in climedbench_groups.values():
         _read_lmeval_climedbench(group, items, runs)
+    _share(runs.clin)
     for group in (runs.clin, runs.med):
         _unique_names(group)
         _mark_identical(group)
     return runs
+
+
+def _share(runs: Sequence[ClinRun]) -> None:
+    """One copy of what the runs of a campaign hold alike: a case's labels (its slices), its id and
+    its content digest are the same in every run of the same data, but each run's reading made its
+    own (in a worker, or from the cache): the same values, shared, take a campaign of a hundred runs
+    from about 500 MB to about 250 MB held."""
+    from dataclasses import replace
+
+    slices: dict[Any, Any] = {}
+    strings: dict[str, str] = {}
+    for run in runs:
+        results = []
+        for r in run.results:
+            key = tuple((dim, tuple(labels)) for dim, labels in r.slices.items())
+            shared = slices.setdefault(key, r.slices)
+            case = strings.setdefault(r.case, r.case) if r.case is not None else None
+            results.append(r if shared is r.slices and case is r.case else replace(r, slices=shared, case=case))
+        run.results = results
+        run.content = {strings.setdefault(case, case): strings.setdefault(digest, digest) for case, digest in run.content.items()}
 
 
 def _unique_names(runs: Sequence[ClinRun | MedRun]) -> None:
