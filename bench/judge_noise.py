@@ -47,7 +47,7 @@ import time
 import numpy as np
 from scipy.stats import binom
 
-from clinconsensus_tasks.scorers.agreement import Interval, mean_intervals
+from clinconsensus_tasks.scorers.agreement import mean_intervals
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import case_terms, mean_names
 from clinconsensus_tasks.scorers.physician_review import physicians_estimate
 from clinconsensus_tasks.scorers.reliability import headline_noise
