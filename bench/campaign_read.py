@@ -37,7 +37,8 @@ eleven models x 2,500 cases in both frameworks (22 runs) in under a minute on tw
 * Each figure: wall seconds (median of ``--repeat``) and peak RSS of the process (the largest over
   repeats; GNU time's ``%M``, ``/usr/bin/time``), the command and its read-once process in alternation.
 
-Issue 54 (a leaderboard's campaign): ``--models 2 11 25 50`` gives 4, 22, 50 and 100 runs, and the
+Issue 54 (a leaderboard's campaign): ``--models 2 11 25 50`` gives 4, 22, 50 and 100 runs (``--runs 11`` adds
+a campaign of 11: 6 Inspect logs and 5 lm-eval folders), and the
 report is measured twice at each size: cold (an empty ``--runs-cache`` folder: every run read) and
 warm (the same runs plus one new run, the cache the cold report left: the new run read, the rest
 served). Goals: the cold report of 100 runs x 2,500 cases under 2 minutes and 1 GB on two cores; the
@@ -337,7 +338,7 @@ class Bench:
                 "rc": runs[-1]["rc"]}
 
 
-def measurements(bench: Bench, cases: int, models: int, camp: dict[str, list[Path]], first: bool) -> list[dict]:
+def measurements(bench: Bench, cases: int, runs: int, camp: dict[str, list[Path]], first: bool) -> list[dict]:
     """Every command asked for, on this campaign; the single-run commands only on the first model count."""
     wanted = bench.args.commands
     rows = []
@@ -369,7 +370,7 @@ def measurements(bench: Bench, cases: int, models: int, camp: dict[str, list[Pat
     if "strict" in wanted:
         add("summarize --strict", "both", ["summarize", "--strict", *runs_all], files_all, ok=(0, 1), check=verdicts)
     if "report" in wanted:
-        out = bench.out / f"c{cases}-m{models}"
+        out = bench.out / f"c{cases}-r{runs}"
         cache = out / "runs-cache"
         shutil.rmtree(cache, ignore_errors=True)  # cold: every run read
         add("report", "both", ["report", *runs_all, "--output", str(out / "report.html"), "--runs-cache", str(cache)], files_all,
@@ -383,7 +384,7 @@ def measurements(bench: Bench, cases: int, models: int, camp: dict[str, list[Pat
 
             add("report (+1 run, warm)", "both", ["report", *runs_all, *extra, "--output", str(out / "warm.html"), "--runs-cache", str(cache)],
                 [*files_all, *camp["extra"]], check=warm_check)
-    if first and "compare" in wanted and models >= 2:
+    if first and "compare" in wanted and len(camp["inspect"]) >= 2 and len(camp["lmeval"]) >= 2:
         add("compare-models", "inspect", ["compare-models", *map(str, camp["inspect"][:2])], camp["inspect"][:2])
         add("compare-models", "lm-eval", ["compare-models", *map(str, camp["lmeval"][:2])], camp["samples"][:2])
     return rows
@@ -416,6 +417,9 @@ def main() -> None:
     parser.add_argument("--cases", type=int, nargs="+", default=[900, 2500], help="cases per run")
     parser.add_argument("--models", type=int, nargs="+", default=[2],
                         help="models per campaign (each in both frameworks: 2 x models runs); the single-run commands run at the first")
+    parser.add_argument("--runs", type=int, nargs="+", default=[],
+                        help="campaigns of this many runs besides --models (an odd count has one Inspect run more than "
+                             "lm-eval runs: 11 runs are 6 Inspect logs and 5 lm-eval folders)")
     parser.add_argument("--commands", nargs="+", choices=COMMANDS, default=list(COMMANDS))
     parser.add_argument("--repeat", type=int, default=1, help="processes per figure (median seconds, largest peak RSS)")
     parser.add_argument("--answer-chars", type=int, default=1500, help="the candidate's answer length, in characters")
@@ -438,26 +442,30 @@ def main() -> None:
     print(f"commit {commit[:80]}{' (+ uncommitted changes)' if dirty else ''}; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
           + (f"; the package measured is {args.package_dir}'s" if args.package_dir else ""))
 
+    # each campaign as (Inspect runs, lm-eval runs), smallest first
+    shapes = sorted({(m, m) for m in args.models} | {((n + 1) // 2, n // 2) for n in args.runs}, key=lambda s: (sum(s), s))
+    most = max(i for i, _ in shapes)
     built = time.perf_counter()
     camps = {}
     for cases in args.cases:
-        camps[cases] = campaign(cache, args.answer_chars, cases, max(args.models))
+        camps[cases] = campaign(cache, args.answer_chars, cases, most)
         camps[cases]["inspect"] = camps[cases]["inspect"] + camps[cases]["extra"]
     built = time.perf_counter() - built
-    sizes = {c: sum(p.stat().st_size for p in (*camp["inspect"], *camp["samples"])) / max(args.models) / 2 / 1e6 for c, camp in camps.items()}
+    sizes = {c: sum(p.stat().st_size for p in (*camp["inspect"][:most], *camp["samples"])) / most / 2 / 1e6 for c, camp in camps.items()}
     print(f"campaign ready in {built:.0f} s under {cache}: per run about " +
           ", ".join(f"{c} cases {mb:.1f} MB" for c, mb in sizes.items()))
 
     floor = bench.command(["--help"])
     print(f"floor: clinconsensus-eval --help {floor['seconds']:.2f} s, {floor['peak_mb']:.0f} MB")
     rows = []
-    for models in sorted(args.models):
+    for n_inspect, n_lmeval in shapes:
         for cases in args.cases:
-            print(f"{models} models x {cases} cases ({2 * models} runs):", flush=True)
+            label = f"{n_inspect} models" if n_inspect == n_lmeval else f"{n_inspect} Inspect + {n_lmeval} lm-eval"
+            print(f"{label} x {cases} cases ({n_inspect + n_lmeval} runs):", flush=True)
             full = camps[cases]
-            camp = {k: v[:models] for k, v in full.items() if k != "extra"}
-            camp["extra"] = [full["inspect"][models]] if models < len(full["inspect"]) else full["extra"]
-            rows += measurements(bench, cases, models, camp, models == min(args.models))
+            camp = {"inspect": full["inspect"][:n_inspect], "lmeval": full["lmeval"][:n_lmeval], "samples": full["samples"][:n_lmeval],
+                    "extra": [full["inspect"][n_inspect]]}
+            rows += measurements(bench, cases, n_inspect + n_lmeval, camp, (n_inspect, n_lmeval) == shapes[0])
 
     header = "| command | framework | runs | cases per run | seconds | peak MB | x read-once time | x read-once memory | read once: s, peak MB (reads alone s; RSS left, records MB) |"
     print("\n" + header)
@@ -473,7 +481,7 @@ def main() -> None:
     print("\nGrowth:")
     for line in growth(rows):
         print(line)
-    big = [r for r in rows if r["command"] == "report" and r["runs"] >= 22 and r["cases"] >= 2500]
+    big = [r for r in rows if r["command"] == "report" and r["runs"] == 22 and r["cases"] >= 2500]  # issue 47's goal
     print("\nGoals:")
     for r in rows:
         if r["command"] == "report" and r["runs"] >= 100 and r["cases"] >= 2500:

@@ -333,6 +333,38 @@ def test_lmeval_output_folder_uploaded_to_a_bucket(fake_server, bucket, tmp_path
     assert _without(bucket.fs.cat(f"{bucket.name}/reports/junit.xml").decode(), root) == \
         _without((tmp_path / "junit.xml").read_text(encoding="utf-8"), local_root)
 
+    # A run at a URL read once: served again while the store says the object is the same (size, ETag,
+    # modification time), read again once it is written over, even to the same size.
+    cache = str(tmp_path / "runs-cache")
+
+    def cached_report(name: str) -> tuple[dict, bytes]:
+        code, out, err = run_cli(capsys, "report", root, "--output", str(tmp_path / name / "r.html"), "--runs-cache", cache)
+        assert code == 0, err
+        return json.loads(out)["runs_cache"], (tmp_path / name / "report.md").read_bytes()
+
+    files = 2  # the samples file and its results file
+    cold, cold_md = cached_report("cold")
+    warm, warm_md = cached_report("warm")
+    assert (cold["read"], cold["served"], warm["read"], warm["served"]) == (files, 0, 0, files) and warm_md == cold_md
+    (samples_key,) = [k for k in bucket.fs.find(f"{bucket.name}/results") if "/samples_clinconsensus_" in k]
+    data = bucket.fs.cat(samples_key)
+    first, rest = data.split(b"\n", 1)
+    row = json.loads(first)
+    record = json.loads(row["filtered_resps"][0])
+    record["judgments"][0]["met"] = not record["judgments"][0]["met"]
+    record["met"] += 1 if record["judgments"][0]["met"] else -1
+    row["filtered_resps"] = [json.dumps(record, ensure_ascii=False)]
+    line = json.dumps(row, ensure_ascii=False).encode("utf-8")
+    line += b" " * (len(first) - len(line)) if len(line) < len(first) else b""
+    line = line.replace(b', "', b',"', len(line) - len(first)) if len(line) > len(first) else line
+    assert len(line) == len(first)
+    bucket.fs.pipe(samples_key, line + b"\n" + rest)
+    bucket.fs.invalidate_cache()
+    again, again_md = cached_report("again")
+    assert (again["read"], again["served"]) == (1, files - 1) and again_md != warm_md
+    code, out, err = run_cli(capsys, "report", root, "--output", str(tmp_path / "fresh" / "r.html"), "--no-runs-cache")
+    assert code == 0 and "runs_cache" not in json.loads(out) and (tmp_path / "fresh" / "report.md").read_bytes() == again_md
+
 
 @pytest.mark.slow
 def test_climedbench_runs_in_a_bucket_robustness_and_report_baseline(fake_server, bucket, tmp_path, capsys):

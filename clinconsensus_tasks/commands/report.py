@@ -40,5 +40,7 @@ def main(args: argparse.Namespace) -> int:
     info = build_report(args.logs, args.output, args.markdown, args.resamples, args.seed, args.title, getattr(args, "baseline", None),
                         parse_prices(getattr(args, "prices", None) or []), getattr(args, "review", None),
                         getattr(args, "reliability", None), cache)
+    if cache is not None:  # how many run files were read, how many served unchanged from an earlier report
+        info["runs_cache"] = {"folder": str(cache.folder), "read": cache.misses, "served": cache.hits}
     print(json_output.dumps(info))
     return 0

@@ -1,7 +1,7 @@
 """The report's readings kept between reports (``report.run_cache``), on runs both frameworks wrote
 against the stand-in server: a warm report is the cold one to the byte and reads nothing; a run file
 written again (same size, its modification time set back), moved, deleted or whose kept reading is
-damaged is never served from an older reading."""
+damaged is never served from an older reading, nor one made by other code."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import shutil
 import pytest
 
 from clinconsensus_tasks.report.html_report import build_report
+from clinconsensus_tasks.report import run_cache
 from clinconsensus_tasks.report.run_cache import RunCache
 
 from frameworks import run_inspect, run_lmeval
@@ -24,7 +25,7 @@ def report(logs, out, cache):
     return (out / "report.html").read_bytes() + (out / "report.md").read_bytes(), info
 
 
-def test_a_warm_report_is_the_cold_one_and_no_older_reading_is_served(fake_server, tmp_path):
+def test_a_warm_report_is_the_cold_one_and_no_older_reading_is_served(fake_server, tmp_path, monkeypatch):
     log, _ = run_inspect(tmp_path / "logs")
     run_lmeval(fake_server.base_url, tmp_path / "lmeval", judge="judge-alt")
     (samples,) = (tmp_path / "lmeval").rglob("samples_clinconsensus_*.jsonl")
@@ -78,3 +79,13 @@ def test_a_warm_report_is_the_cold_one_and_no_older_reading_is_served(fake_serve
     damaged = RunCache(tmp_path / "cache")
     assert report([str(tmp_path / "lmeval")], tmp_path / "damaged", damaged)[0] == report([str(tmp_path / "lmeval")], tmp_path / "fresh", None)[0]
     assert damaged.hits == 0
+
+    # Read again, the entries are whole; a reading made by other code (another package digest) is not served.
+    lmeval_only = [str(tmp_path / "lmeval")]
+    rewarmed = RunCache(tmp_path / "cache")
+    report(lmeval_only, tmp_path / "rewarmed", rewarmed)
+    assert (rewarmed.hits, rewarmed.misses) == (2, 0)
+    monkeypatch.setattr(run_cache, "_CODE", "0" * 64)
+    other_code = RunCache(tmp_path / "cache")
+    report(lmeval_only, tmp_path / "other-code", other_code)
+    assert (other_code.hits, other_code.misses) == (0, 2)
