@@ -256,8 +256,6 @@ def read_inspect_log(path: Path, header_only: bool = False, whole: bool = False)
     transcripts (:data:`TRANSCRIPT_FIELDS`) unless ``whole`` (a log that is written back); a log it
     cannot read (an object cut short, a file still being written) is an :class:`UnreadableLog`
     naming it. A finished local ``.eval`` file is read by :func:`read_local_eval`."""
-    import zipfile
-
     from inspect_ai.log import read_eval_log
 
     with storage_errors(path):
@@ -270,7 +268,10 @@ def read_inspect_log(path: Path, header_only: bool = False, whole: bool = False)
                 if log is not None:
                     return log
             return read_eval_log(str(path), header_only=header_only, exclude_fields=None if whole else set(TRANSCRIPT_FIELDS))
-        except (ValueError, zipfile.BadZipFile, EOFError) as exc:
+        except (OSError, MemoryError):  # a file or store that cannot be reached: storage_errors names it
+            raise
+        except Exception as exc:  # noqa: BLE001 -- whatever Inspect's reader meets in the bytes (a zip cut short or without
+            # its members, JSON cut in a member: BadZipFile, KeyError, ijson's errors, ValueError) is a log it cannot read
             raise UnreadableLog(f"{path}: not a readable Inspect log ({type(exc).__name__}: {str(exc)[:300]}); cut short, "
                                 "or still being written?") from exc
 

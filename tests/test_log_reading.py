@@ -76,6 +76,27 @@ def test_a_log_cut_short_is_named_whichever_reader_meets_it(run_log, tmp_path):
         cut.write_bytes(data[:keep])
         with pytest.raises(UnreadableLog, match=f"{cut.name}: not a readable Inspect log"):
             read_inspect_log(cut)
+    # A zip, but not Inspect's: no members at all, or its members without the header; and a log
+    # whose first sample member is cut in half (every other member whole).
+    import zipfile
+
+    import zipfile_zstd  # noqa: F401 -- Inspect writes its members zstd-compressed
+
+    empty, stranger, half = tmp_path / "empty.eval", tmp_path / "stranger.eval", tmp_path / "half-sample.eval"
+    zipfile.ZipFile(empty, "w").close()
+    with zipfile.ZipFile(stranger, "w") as archive:
+        archive.writestr("notes.txt", "not a log")
+    with zipfile.ZipFile(run_log) as source, zipfile.ZipFile(half, "w") as target:
+        first = next(n for n in source.namelist() if n.startswith("samples/"))
+        for name in source.namelist():
+            data = source.read(name)
+            target.writestr(name, data[: len(data) // 2] if name == first else data)
+    for bad in (empty, stranger, half):
+        for header_only in (True, False):
+            if bad is half and header_only:
+                continue  # its header is whole
+            with pytest.raises(UnreadableLog, match=f"{bad.name}: not a readable Inspect log"):
+                read_inspect_log(bad, header_only=header_only)
 
 
 def test_a_sample_is_read_as_json_reads_it_less_its_transcript():
