@@ -328,9 +328,11 @@ class Bench:
                                     "peak_mb": max(r["peak_mb"] for r in runs), **inner}
         return self.once_cache[key]
 
-    def command(self, argv: list[str], ok: tuple[int, ...] = (0,), check=None) -> dict:
+    def command(self, argv: list[str], ok: tuple[int, ...] = (0,), check=None, before=None) -> dict:
         runs = []
         for _ in range(self.args.repeat):
+            if before:  # each repeat from the same state (the report's cache folder)
+                before()
             runs.append(run([*self.cli, *argv], self.env, ok))
             if check:
                 check(runs[-1])
@@ -345,9 +347,9 @@ def measurements(bench: Bench, cases: int, runs: int, camp: dict[str, list[Path]
     runs_all = [*map(str, camp["inspect"]), *map(str, camp["lmeval"])]
     files_all = [*camp["inspect"], *camp["samples"]]
 
-    def add(name: str, framework: str, argv: list[str], files: list[Path], ok=(0,), check=None) -> None:
+    def add(name: str, framework: str, argv: list[str], files: list[Path], ok=(0,), check=None, before=None) -> None:
         once = bench.read_once(files)
-        got = bench.command(argv, ok, check)
+        got = bench.command(argv, ok, check, before)
         row = {"command": name, "framework": framework, "runs": len(files), "cases": cases, **got,
                "read_once_s": once["seconds"], "read_once_mb": once["peak_mb"], "read_s": once["read_s"], "held_mb": once["held_mb"], "records_mb": once["records_mb"],
                "x_time": got["seconds"] / once["seconds"], "x_memory": got["peak_mb"] / once["peak_mb"]}
@@ -371,19 +373,30 @@ def measurements(bench: Bench, cases: int, runs: int, camp: dict[str, list[Path]
         add("summarize --strict", "both", ["summarize", "--strict", *runs_all], files_all, ok=(0, 1), check=verdicts)
     if "report" in wanted:
         out = bench.out / f"c{cases}-r{runs}"
-        cache = out / "runs-cache"
-        shutil.rmtree(cache, ignore_errors=True)  # cold: every run read
+        cache, kept = out / "runs-cache", out / "runs-cache-cold"
+
+        def cold_check(result: dict) -> None:
+            report_check(result)
+            assert json.loads(result["stdout"])["runs_cache"]["served"] == 0  # every run read
+
         add("report", "both", ["report", *runs_all, "--output", str(out / "report.html"), "--runs-cache", str(cache)], files_all,
-            check=report_check)
+            check=cold_check, before=lambda: shutil.rmtree(cache, ignore_errors=True))
         if camp.get("extra"):  # warm: the same runs and one new one, the cache the cold report left
             extra = [str(p) for p in camp["extra"]]
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(cache, kept)
+
+            def restore() -> None:
+                shutil.rmtree(cache, ignore_errors=True)
+                shutil.copytree(kept, cache)
 
             def warm_check(result: dict) -> None:
                 info = json.loads(result["stdout"])
                 assert len(info["clinconsensus_runs"]) == len(runs_all) + len(extra) and not info["skipped"], info
+                assert info["runs_cache"]["read"] == len(extra), info["runs_cache"]  # the new run alone read
 
             add("report (+1 run, warm)", "both", ["report", *runs_all, *extra, "--output", str(out / "warm.html"), "--runs-cache", str(cache)],
-                [*files_all, *camp["extra"]], check=warm_check)
+                [*files_all, *camp["extra"]], check=warm_check, before=restore)
     if first and "compare" in wanted and len(camp["inspect"]) >= 2 and len(camp["lmeval"]) >= 2:
         add("compare-models", "inspect", ["compare-models", *map(str, camp["inspect"][:2])], camp["inspect"][:2])
         add("compare-models", "lm-eval", ["compare-models", *map(str, camp["lmeval"][:2])], camp["samples"][:2])

@@ -231,12 +231,23 @@ def with_defaults(thresholds: Sequence[int]) -> tuple[int, ...]:
     return tuple(sorted(set(thresholds) | set(DEFAULT_THRESHOLDS), reverse=True))
 
 
+def _results_beside(samples: Path) -> list[Path]:
+    """The results file beside an lm-eval samples file (same timestamp), if it is there."""
+    stamp = samples.stem.rsplit("_", 1)[-1]
+    return sorted(samples.parent.glob(f"results_{stamp}.json"))
+
+
+def read_from(path: Path) -> list[Path]:
+    """Every file :func:`_read_one` reads for ``path``: the file, and for an lm-eval ClinConsensus
+    samples file the results file beside it (its CACS@k thresholds): a kept reading's key."""
+    return [path, *_results_beside(path)] if is_lmeval_samples(path, CLINCONSENSUS) else [path]
+
+
 def _lmeval_thresholds(samples: Path) -> tuple[int, ...]:
     """The k an lm-eval run reported CACS@k for (7, 10 and any given in ``--metadata``), read from
     the results file beside its samples file (same timestamp); 7 and 10 when there is none."""
-    stamp = samples.stem.rsplit("_", 1)[-1]
     found: set[int] = set()
-    for results in samples.parent.glob(f"results_{stamp}.json"):
+    for results in _results_beside(samples):
         for metrics in (json.loads(results.read_text(encoding="utf-8")).get("results") or {}).values():
             found |= set(reported_thresholds(metrics))
     return with_defaults(found)
@@ -362,8 +373,8 @@ def _read_each(paths: Sequence[Path], cache: Any = None) -> list[Runs]:
     :func:`_workers` says so. A file a worker could not read is read again here, so its error is the
     one a reading in this process raises, with nothing of it lost in passing between processes. A
     reading is stored unless its file changed while it was read."""
-    keys = [cache.key(path) if cache is not None else None for path in paths]
-    out: list[Runs | None] = [cache.get(key) if cache is not None else None for key in keys]
+    keys = [cache.key(read_from(path)) if cache is not None else None for path in paths]
+    out: list[Runs | None] = [cache.get(key, Runs) if cache is not None else None for key in keys]
     todo = [i for i, part in enumerate(out) if part is None]
     missing = [paths[i] for i in todo]
     workers = _workers(missing)
@@ -383,7 +394,7 @@ def _read_each(paths: Sequence[Path], cache: Any = None) -> list[Runs]:
             out[i] = _read_one(path)
     if cache is not None:
         for i in todo:
-            if keys[i] is not None and cache.key(paths[i]) == keys[i]:
+            if keys[i] is not None and cache.key(read_from(paths[i])) == keys[i]:
                 cache.put(keys[i], out[i])
     return out  # type: ignore[return-value]
 

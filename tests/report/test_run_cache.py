@@ -40,6 +40,12 @@ def test_a_warm_report_is_the_cold_one_and_no_older_reading_is_served(fake_serve
     warm, _ = report(logs, tmp_path / "warm", warm_cache)
     assert (warm_cache.hits, warm_cache.misses) == (files, 0) and warm == cold
 
+    # The same files named by a relative path: read again, the report names them as given.
+    monkeypatch.chdir(tmp_path)
+    relative = ["logs", "lmeval"]
+    named, _ = report(relative, tmp_path / "relative", RunCache(tmp_path / "cache"))
+    assert named == report(relative, tmp_path / "relative-plain", None)[0] and named != warm
+
     # Written again to the same size, its modification time set back: one verdict of the first case flipped.
     stat = samples.stat()
     lines = samples.read_text(encoding="utf-8").splitlines(keepends=True)
