@@ -183,7 +183,9 @@ def headline_noise(census: Mapping[str, int], asked: Mapping[str, Sequence[int]]
     n = len(counts)
     table = np.array([term(m) for m in range(n_criteria + 1)], dtype=float)
     values = table[np.clip(counts, 0, n_criteria)]
-    headline = float(math.fsum(values) / n) if n else math.nan
+    # The run's headline as the report has it (each case's terms with its own judged count, its epochs
+    # averaged): the interval's estimate; the census's mean where the interval has none.
+    headline = cases_and_judge.estimate if math.isfinite(cases_and_judge.estimate) else (float(math.fsum(values) / n) if n else math.nan)
     total = float(values.var(ddof=1)) if n > 1 else math.nan
     # g[d]: the mean over the run's records of (term(m) - term(m + d))^2 / 2, for every difference d
     held = np.bincount(np.clip(counts, 0, n_criteria), minlength=n_criteria + 1) / max(n, 1)
@@ -200,7 +202,7 @@ def headline_noise(census: Mapping[str, int], asked: Mapping[str, Sequence[int]]
         Interval.undefined(cases=0)
     part = judge.estimate
     defined = math.isfinite(part) and math.isfinite(total)
-    share = min(1.0, part / total) if defined and total > 0 else (0.0 if defined and part == 0 else math.nan)
+    share = min(1.0, part / total) if defined and total > 0 else math.nan  # no variance: no share of it
     cases_part = max(0.0, total - part) if defined else math.nan
     # The check knows the judge's part only so well: the judge-alone interval is drawn from the upper
     # end of the part's own interval (bench/judge_noise.py: its point estimate under-covers a 2% judge).

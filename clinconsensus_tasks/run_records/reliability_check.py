@@ -40,6 +40,7 @@ from clinconsensus_tasks.run_records.regrade import case_documents
 from clinconsensus_tasks.run_records.review_export import stratum
 from clinconsensus_tasks.scorers.agreement import RESAMPLES, mean_intervals
 from clinconsensus_tasks.scorers.clinconsensus.answer_forms import TRANSFORMS, transform
+from clinconsensus_tasks.scorers.clinconsensus.cacs import case_term_rows
 from clinconsensus_tasks.scorers.clinconsensus.jury import JUROR_PREFIX, is_jury, juror_roles, min_votes, panel_verdict
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, case_terms, mean_names
 from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, SECOND_ROLE, GradedCase
@@ -536,7 +537,8 @@ def _headline_noise(plan: Mapping[str, Any], index: int, records: Sequence[Logge
                 counts.append(sum(bool(verdict(record, role, AS_IS, a, cid)) for cid, _ in record.rubrics))
         asked[record_key(record)] = counts
     names = mean_names(thresholds)
-    terms = [[case_terms(census[k], n, thresholds, n)[name] for name in names] for k in census]
-    intervals = mean_intervals(terms, resamples, seed) if terms else []
+    # Beside it, the report's own interval: each case's terms (its judged count, its epochs averaged) resampled.
+    rows = case_term_rows([r.graded.result() for r in records], thresholds, n)
+    intervals = mean_intervals([[row[name] for name in names] for row in rows], resamples, seed) if rows else []
     return {name: headline_noise(census, asked, case_of, lambda m, name=name: case_terms(m, n, thresholds, n)[name], intervals[j], n,
                                  resamples, seed) for j, name in enumerate(names)}

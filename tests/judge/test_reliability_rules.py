@@ -97,9 +97,20 @@ def test_headline_noise_worked_by_hand():
     assert two["judge_alone"]["low"] == pytest.approx(10 / 12 - 1.959963984540054 * math.sqrt(part["high"] / 3))
     assert two["judge_alone"]["high"] == pytest.approx(10 / 12 + 1.959963984540054 * math.sqrt(part["high"] / 3))
     # a mean of shares stays within them: every case met all four, one asked case once met three
+    every = Interval(1.0, 0.0, 1.0, 1.0, 3)  # the run's interval when every case met all four
     full = headline_noise({"r1": 4, "r2": 4, "r3": 4}, {"r1": [4, 3], "r2": [4, 4]}, {"r1": "c1", "r2": "c2", "r3": "c3"},
-                          lambda m: m / 4, boot, n_criteria=4, resamples=50)
+                          lambda m: m / 4, every, n_criteria=4, resamples=50)
     assert full["variance"]["judge"]["estimate"] > 0 and full["judge_alone"]["high"] == 1.0 and full["judge_alone"]["low"] < 1.0
+    # no variance among the cases: the judge's share of it is undefined (n/a), whatever the judge's part, 0 included
+    assert full["variance"]["total"] == 0.0 and math.isnan(full["judge_share"])
+    steady = headline_noise({"r1": 4, "r2": 4, "r3": 4}, {"r1": [4, 4], "r2": [4, 4]}, {"r1": "c1", "r2": "c2", "r3": "c3"},
+                            lambda m: m / 4, every, n_criteria=4, resamples=50)
+    assert steady["variance"]["judge"]["estimate"] == 0.0 and math.isnan(steady["judge_share"])
+    # the headline is the run's as the report has it (the interval's estimate: each case's own judged
+    # count, its epochs averaged), not the census's mean where the two differ
+    other = headline_noise(census, asked, {"r1": "c1", "r2": "c2", "r3": "c3"}, lambda m: m / 4, Interval(0.8, 0.1, 0.6, 1.0, 3),
+                           n_criteria=4, resamples=50)
+    assert other["estimate"] == 0.8 and other["judge_alone"]["estimate"] == 0.8
 
 
 def test_a_judge_that_never_changes_has_no_noise():
