@@ -17,8 +17,7 @@ from clinconsensus_tasks.gates.bar import ReleaseBar
 from clinconsensus_tasks.gates.facts import RunFacts
 from clinconsensus_tasks.gates.texts import interval_text, undefined
 from clinconsensus_tasks.log_files import CLIMEDBENCH
-from clinconsensus_tasks.run_records.reliability_check import Check, judge_names_of, run_figures, run_units
-from clinconsensus_tasks.storage import same_location
+from clinconsensus_tasks.run_records.reliability_check import Check, match_run, run_figures
 
 GATE_MIN_CASES = 10  # the fewest asked cases whose percentile interval the gate reads
 GATE_MIN_ROWS = 100  # and rows counted (two usable asks each)
@@ -27,21 +26,14 @@ GATE_MIN_ROWS = 100  # and rows counted (two usable asks each)
 def check_of_run(check: Check, facts: RunFacts) -> dict[str, Any]:
     """What the check in ``check`` says of the run of ``facts``: its headline judge's figures, or a
     ``mismatch`` naming why the check is not this run's (another file, another judge, not finished)."""
-    where = f"the reliability check in {check.folder}"
-    index = next((i for i, run in enumerate(check.plan["runs"]) if same_location(run["path"], facts.where)), None)
-    if index is None:
-        return {"mismatch": f"{where} did not ask this run's judge (it read {', '.join(r['path'] for r in check.plan['runs'])}): "
-                            f"run clinconsensus-eval reliability {facts.where} --output DIR"}
-    asked, now = check.plan["runs"][index]["judges"], judge_names_of(facts.records)
-    if asked != now:
-        return {"mismatch": f"{where} asked {', '.join(f'{r} {j}' for r, j in asked.items())}, but the run is now judged by "
-                            f"{', '.join(f'{r} {j}' for r, j in now.items())} (re-judged since?): check the run's judge again"}
-    planned = [u.id for u in run_units(check.plan, index, facts.records)[0]]
-    missing = sum(1 for u in planned if u not in check.asks)
-    if missing:
-        return {"mismatch": f"{where} stopped before {missing} of its {len(planned)} asks of this run: run the same reliability "
-                            "command again to finish it (what it has is kept; only the rest is asked)"}
-    figures = run_figures(check.plan, index, facts.records, check.asks, facts.thresholds)
+    match = match_run(check, facts.where, facts.records)
+    if match.why_not:
+        return {"mismatch": match.why_not}
+    if match.missing:
+        return {"mismatch": f"the reliability check in {check.folder} stopped before {match.missing} of its {match.planned} asks "
+                            "of this run: run the same reliability command again to finish it (what it has is kept; only the "
+                            "rest is asked)"}
+    figures = run_figures(check.plan, match.index, facts.records, check.asks, facts.thresholds)
     headline = next(j for j in figures["judges"] if j["role"] == figures["headline_role"])
     return {**headline, "figures": figures}
 

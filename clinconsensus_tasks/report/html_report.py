@@ -21,20 +21,18 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from clinconsensus_tasks.clinconsensus.logs import read_case_records
 from clinconsensus_tasks.scorers.redact import redact
 from clinconsensus_tasks.report.runs import read_runs
 from clinconsensus_tasks.report.sections import (
     Section, baseline_section, clin_section, med_section, metadata_section, robustness_section,
 )
-from clinconsensus_tasks.report.reliability_section import reliability_section
+from clinconsensus_tasks.report.reliability_section import check_section
 from clinconsensus_tasks.report.review_section import review_section
-from clinconsensus_tasks.run_records.reliability_check import load_check, run_figures, run_units
 from clinconsensus_tasks.report.svg import FONT_STACK, escape
 from clinconsensus_tasks.run_records.review_intake import load_review
 from clinconsensus_tasks.run_records.review_score import score_review
 from clinconsensus_tasks.scorers.usage import Prices
-from clinconsensus_tasks.storage import output_location, same_location, write_text
+from clinconsensus_tasks.storage import output_location, write_text
 
 CSS = f"""
 body {{ font-family: {FONT_STACK}; margin: 24px; color: #222; }}
@@ -87,21 +85,6 @@ def render_markdown(sections: Sequence[Section], title: str, html_name: str) -> 
     for section in sections:
         parts += [f"## {section.title}", ""] + [f"{n}\n" for n in section.notes] + [t.markdown() for t in section.tables]
     return "\n".join(parts)
-
-
-def check_section(folder: str | Path, runs: Any, resamples: int, seed: int) -> Section:
-    """The reliability check in ``folder`` on the runs the report read (figures made from their records)."""
-    check = load_check(folder)
-    figures, missing, incomplete = [], [], 0
-    for index, planned in enumerate(check.plan["runs"]):
-        held = next((run for run in runs.clin if same_location(run.path, planned["path"])), None)
-        if held is None:
-            missing.append(planned["path"])
-            continue
-        records = read_case_records(held.path)  # the report keeps no records: the check's few runs are read again
-        incomplete += sum(1 for unit in run_units(check.plan, index, records)[0] if unit.id not in check.asks)
-        figures.append(run_figures(check.plan, index, records, check.asks, held.thresholds, resamples, seed))
-    return reliability_section(check, figures, missing, incomplete)
 
 
 def build_report(

@@ -5,16 +5,21 @@ reliability`` prints, made again from the check's asks and the runs the report r
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from clinconsensus_tasks.clinconsensus.logs import read_case_records
 from clinconsensus_tasks.gates.texts import interval_text, undefined
 from clinconsensus_tasks.report.sections import Section, Table
 from clinconsensus_tasks.report.svg import bar_chart
+from clinconsensus_tasks.run_records.reliability_check import load_check, match_run, run_figures
+from clinconsensus_tasks.storage import same_location
 
 
-def reliability_section(check: Any, figures: Sequence[Mapping[str, Any]], missing: Sequence[str], incomplete: int) -> Section:
+def reliability_section(check: Any, figures: Sequence[Mapping[str, Any]], left_out: Sequence[str], incomplete: int) -> Section:
     """``figures``: ``run_records.reliability_check.run_figures`` of each run of the check that the
-    report holds; ``missing``: the check's runs it does not; ``incomplete``: asks not yet made."""
+    report holds; ``left_out``: a line for each of the check's runs not shown (not read by the report,
+    or re-judged since the check); ``incomplete``: asks not yet made."""
     settings = check.plan["settings"]
     section = Section(f"The judge asked again (check {check.folder})")
     section.notes.append(
@@ -25,8 +30,7 @@ def reliability_section(check: Any, figures: Sequence[Mapping[str, Any]], missin
         "Intervals: 95% percentile bootstrap of cases.")
     if incomplete:
         section.notes.append(f"NOT FINISHED: {incomplete} planned asks are missing; run the same reliability command again.")
-    for path in missing:
-        section.notes.append(f"{path}: asked in the check, not among the report's runs (name its log to see it here).")
+    section.notes += left_out
     for note in check.notes:
         section.notes.append(f"Left out of the check: {note}")
     judges = [(run, j) for run in figures for j in run["judges"]]
@@ -77,3 +81,23 @@ def reliability_section(check: Any, figures: Sequence[Mapping[str, Any]], missin
 
 def _bar(figure: Mapping[str, float]) -> float | None:
     return None if undefined(figure["estimate"]) else figure["estimate"]
+
+
+def check_section(folder: str | Path, runs: Any, resamples: int, seed: int) -> Section:
+    """The reliability check in ``folder`` on the runs the report read (figures made from their records),
+    each run matched to the check as the gate matches it (``reliability_check.match_run``)."""
+    check = load_check(folder)
+    figures, left_out, incomplete = [], [], 0
+    for index, planned in enumerate(check.plan["runs"]):
+        held = next((run for run in runs.clin if same_location(run.path, planned["path"])), None)
+        if held is None:
+            left_out.append(f"{planned['path']}: asked in the check, not among the report's runs (name its log to see it here).")
+            continue
+        records = read_case_records(held.path)  # the report keeps no records: the check's few runs are read again
+        match = match_run(check, held.path, records)
+        if match.why_not:
+            left_out.append(f"{held.path}: not shown: {match.why_not}.")
+            continue
+        incomplete += match.missing
+        figures.append(run_figures(check.plan, match.index, records, check.asks, held.thresholds, resamples, seed))
+    return reliability_section(check, figures, left_out, incomplete)

@@ -276,7 +276,8 @@ def _record_judges(records: Sequence[LoggedCase]) -> list[str]:
     for record in records:
         if record.provenance:
             return [judge_display(p["judge_model"], p["judge_endpoint"]) for p in record.provenance]
-    return []
+    # none (a log re-judged by rescore keeps no provenance): the judges its verdicts name, never the header's
+    return list(dict.fromkeys(role.judge for r in records for role in r.graded.roles.values() if role.judge))
 
 
 def _read_inspect(path: Path, runs: Runs) -> None:

@@ -49,7 +49,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED
 from clinconsensus_tasks.scorers.physician_review import sample_cases
 from clinconsensus_tasks.scorers.reliability import AskedRow, headline_noise, invariance, repeatability
 from clinconsensus_tasks.scorers.usage import TokenUsage
-from clinconsensus_tasks.storage import listing, location, make_folder, remote_child, storage_errors, write_text
+from clinconsensus_tasks.storage import listing, location, make_folder, remote_child, same_location, storage_errors, write_text
 
 FORMAT, VERSION = "clinconsensus-reliability", 1
 PLAN_FILE = "reliability_plan.json"
@@ -266,6 +266,33 @@ def asked_line(unit: Unit, graded: GradedCase) -> dict[str, Any]:
             "verdicts": {j.criterion_id: j.met for j in verdicts.judgments},
             "failures": {j.criterion_id: f"{j.error_kind or 'failed'}: {j.error or ''}"[:300] for j in verdicts.judgments if j.met is None},
             "usage": dict(verdicts.usage)}
+
+
+@dataclass(frozen=True)
+class RunMatch:
+    """How a run (its file and its records now) stands to a check (:func:`match_run`)."""
+
+    index: int | None  # the run among the check's runs; None: the check did not read it
+    why_not: str = ""  # why the check's figures are not this run's ('' when they are)
+    missing: int = 0  # asks of the run the check has not made yet
+    planned: int = 0
+
+
+def match_run(check: Check, path: Any, records: Sequence[LoggedCase]) -> RunMatch:
+    """Whether the check in ``check`` holds the figures of the run at ``path`` as ``records`` judge it
+    now: the check read this file, and asked the judges its verdicts name (a run re-judged since is
+    another judge). The one place that decides it, for the gate and the report alike."""
+    where = f"the reliability check in {check.folder}"
+    index = next((i for i, run in enumerate(check.plan["runs"]) if same_location(run["path"], path)), None)
+    if index is None:
+        return RunMatch(None, f"{where} did not ask this run's judge (it read {', '.join(r['path'] for r in check.plan['runs'])}): "
+                              f"run clinconsensus-eval reliability {path} --output DIR")
+    asked, now = check.plan["runs"][index]["judges"], judge_names_of(records)
+    if asked != now:
+        return RunMatch(index, f"{where} asked {', '.join(f'{r} {j}' for r, j in asked.items())}, but the run is now judged by "
+                               f"{', '.join(f'{r} {j}' for r, j in now.items())} (re-judged since?): check the run's judge again")
+    planned = [u.id for u in run_units(check.plan, index, records)[0]]
+    return RunMatch(index, "", sum(1 for u in planned if u not in check.asks), len(planned))
 
 
 def read_asks(folder: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:

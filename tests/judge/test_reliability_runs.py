@@ -294,3 +294,13 @@ def test_a_check_is_not_read_for_a_run_rejudged_since_or_another_run(fake_server
     assert main(["summarize", "--strict", log.location, "--reliability", str(tmp_path / "check"), "--max-flip-rate", "0.05"]) == 1
     out = capsys.readouterr().out
     assert "asked grader openai-api/judge/judge-model, but the run is now judged by grader judge-alt (re-judged since?)" in out
+    # The report, matching the check to its runs in the same place, shows no figures of the old judge for it.
+    from clinconsensus_tasks.report.html_report import build_report
+
+    build_report([log.location], tmp_path / "report" / "report.html", resamples=50, reliability=tmp_path / "check")
+    markdown = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert f"{log.location}: not shown: the reliability check in {tmp_path / 'check'} asked grader openai-api/judge/judge-model, " \
+           "but the run is now judged by grader judge-alt (re-judged since?)" in markdown
+    leaderboard = markdown.split("## Leaderboard", 1)[1].split("\n\n", 2)[1]
+    assert leaderboard.splitlines()[-1].endswith("| judge-alt |")  # the judge its verdicts name, not the header's
+    assert "Each judge against itself" in markdown and "· grader openai-api/judge/judge-model" not in markdown
