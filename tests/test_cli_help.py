@@ -113,3 +113,41 @@ def test_a_bad_failure_threshold_is_named_as_the_flag_it_came_in(command, capsys
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "argument --judge-failure-threshold: --judge-failure-threshold='abc': expected a share" in err
     assert "CLINCONSENSUS_JUDGE_FAILURE_THRESHOLD" not in err
+
+
+def test_every_release_gate_option_without_strict_is_an_error_not_ignored(tmp_path, capsys):
+    # Each option of the gate, given to plain summarize, would otherwise be read by nothing.
+    from clinconsensus_tasks.commands.summarize import GATE_ONLY
+
+    values = {"--judge-failure-threshold": "0.02", "--allow-prompt": "jury", "--data-sha256": "ab" * 32, "--review": str(tmp_path),
+              "--min-kappa": "0.6", "--max-judge-bias": "2", "--reliability": str(tmp_path), "--max-flip-rate": "0.1"}
+    assert set(values) == set(GATE_ONLY) and "--strict" not in GATE_ONLY
+    for flag, value in values.items():
+        assert main(["summarize", flag, value, str(tmp_path)]) == 2
+        assert capsys.readouterr().err.strip() == f"clinconsensus-eval: error: {flag} belongs to the release gate: add --strict"
+    assert main(["summarize", "--max-flip-rate", "0.1", "--min-kappa", "0.6", str(tmp_path)]) == 2
+    assert "--min-kappa, --max-flip-rate belong to the release gate" in capsys.readouterr().err
+    # With --strict, a bar without the folder it reads is named with that folder's flag.
+    for flag, needed in (("--min-kappa", "--review"), ("--max-judge-bias", "--review"), ("--max-flip-rate", "--reliability")):
+        assert main(["summarize", "--strict", flag, "0.1", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"clinconsensus-eval: error: {flag} needs ") and err.strip().endswith(f": {needed} DIR")
+
+
+@pytest.mark.parametrize("command", [["summarize", "--strict", "logs"], ["compare-models", "a.eval", "b.eval"]])
+def test_the_gates_failure_share_is_checked_by_the_gates_rule_as_it_is_read(command, capsys):
+    # 1 (or 100%) is a run's "stop at every failure" but no bar for a gate: refused as the flag is read,
+    # before any run is looked for; 0 is a bar (no judgment may fail).
+    for value in ("1", "100%", "-0.1"):
+        with pytest.raises(SystemExit) as stop:
+            main([*command, "--judge-failure-threshold", value])
+        assert stop.value.code == 2 and "the share of judgments that may fail, in [0, 1)" in capsys.readouterr().err
+    assert build_parser().parse_args([*command, "--judge-failure-threshold", "0"]).judge_failure_threshold == 0.0
+    assert build_parser().parse_args([*command, "--judge-failure-threshold", "2%"]).judge_failure_threshold == 0.02
+
+
+def test_compare_models_reads_thresholds_as_every_command_does(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["compare-models", "a.eval", "b.eval", "--thresholds", "7,x"])
+    assert stop.value.code == 2 and "argument --thresholds: thresholds='7,x': expected integers such as 7,10" in capsys.readouterr().err
+    assert build_parser().parse_args(["compare-models", "a.eval", "b.eval"]).thresholds == (7, 10)

@@ -26,6 +26,25 @@ def failure_share_type(text: str) -> str:
     return text
 
 
+def gate_failure_share_type(text: str) -> float:
+    """The gates' ``--judge-failure-threshold`` (``summarize --strict``, ``compare-models``): the share of
+    judgments that may fail, checked as it is read by the gate's own rule (``gates.bar.ReleaseBar``:
+    in [0, 1), 0 = none may; the gate has no "never", unlike a run's failure policy)."""
+    from clinconsensus_tasks.gates.bar import ReleaseBar
+
+    stripped = text.strip()
+    try:
+        value = float(stripped[:-1]) / 100 if stripped.endswith("%") else float(stripped)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--judge-failure-threshold={text!r}: expected a share such as 0.01 or 1%, "
+                                         "in [0, 1) (0: no judgment may fail)") from None
+    try:
+        ReleaseBar(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
 def add_thresholds(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thresholds", type=thresholds_type, default="7,10", help="k values for Pass@k and CACS@k, comma-separated")
 

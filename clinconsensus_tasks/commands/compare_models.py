@@ -7,12 +7,11 @@ from __future__ import annotations
 import argparse
 
 from clinconsensus_tasks import json_output
-from clinconsensus_tasks.commands.arguments import failure_share_type
+from clinconsensus_tasks.commands.arguments import add_thresholds, gate_failure_share_type
 from clinconsensus_tasks.gates.bar import RELEASE_FAILURE_SHARE, ReleaseBar
 from clinconsensus_tasks.gates.regression import (
     check_runs, compare_runs, format_refusal, format_table, pairable_from_facts, parse_gates, write_junit, write_refusal_junit,
 )
-from clinconsensus_tasks.scorers.clinconsensus.judge_failures import parse_failure_share
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
 
 
@@ -22,11 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-if-worse", action="append", default=[], metavar="METRIC[:DELTA]",
                         help="exit 1 if the candidate is lower on METRIC by more than DELTA (a fraction, default 0) and the "
                              "95%% interval excludes 0; repeatable (default: no gate)")
-    parser.add_argument("--thresholds", default="7,10", help="ClinConsensus k values for Pass@k and CACS@k (default 7,10)")
+    add_thresholds(parser)
     parser.add_argument("--n-criteria", type=int, default=DEFAULT_N_CRITERIA, help="expected criteria per case, N (default 30)")
     parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples and permutations (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of both (default 0)")
-    parser.add_argument("--judge-failure-threshold", metavar="SHARE", type=failure_share_type,
+    parser.add_argument("--judge-failure-threshold", metavar="SHARE", type=gate_failure_share_type,
                         help="accept runs with this share of failed judgments (default 0.01, the bar of summarize --strict; "
                              "another value is printed on the RESULT line)")
     parser.add_argument("--allow-different-data", action="store_true",
@@ -44,10 +43,9 @@ def loosened(args: argparse.Namespace, bar: ReleaseBar) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    thresholds = tuple(int(k) for k in str(args.thresholds).split(",") if k.strip())
+    thresholds = args.thresholds
     gates = parse_gates(args.fail_if_worse)
-    threshold = getattr(args, "judge_failure_threshold", None)
-    bar = ReleaseBar(RELEASE_FAILURE_SHARE if threshold is None else parse_failure_share(threshold, "--judge-failure-threshold"))
+    bar = ReleaseBar(RELEASE_FAILURE_SHARE if args.judge_failure_threshold is None else args.judge_failure_threshold)
     exceptions = loosened(args, bar)
     refusal, (baseline, candidate) = check_runs(args.baseline, args.candidate, bar)
     if refusal.refused():

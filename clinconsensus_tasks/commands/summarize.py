@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from clinconsensus_tasks import json_output
-from clinconsensus_tasks.commands.arguments import failure_share_type, add_thresholds
+from clinconsensus_tasks.commands.arguments import add_thresholds, gate_failure_share_type
 from clinconsensus_tasks.commands.tables import format_table, number
 
 
@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the official prompt per criterion, at most 1%% failed judgments (CliMedBench: unparseable answers), no "
                         "suspect answer, header numbers equal to the records' (inspect eval itself exits 0 whatever the status). "
                         "No environment variable changes the bar; the flags below do, and the verdict line prints them")
-    p.add_argument("--judge-failure-threshold", metavar="SHARE", type=failure_share_type,
+    p.add_argument("--judge-failure-threshold", metavar="SHARE", type=gate_failure_share_type,
                    help="with --strict: accept this share of failed judgments (default 0.01; another value is printed as an exception)")
     p.add_argument("--allow-prompt", action="append", default=[], metavar="NAME",
                    help="with --strict: accept this judge prompt or judge mode besides the official prompt per criterion, or "
@@ -55,6 +55,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "pinned revision (printed on the verdict line; default: the hub data at the pinned revision)")
 
 
+# The options of the release gate (they mean nothing without --strict), and the bars that read a folder.
+GATE_ONLY = ("--judge-failure-threshold", "--allow-prompt", "--data-sha256", "--review", "--min-kappa", "--max-judge-bias",
+             "--reliability", "--max-flip-rate")
+GATE_NEEDS = {"--min-kappa": ("--review", "the physicians' review (the folder of review export)"),
+              "--max-judge-bias": ("--review", "the physicians' review (the folder of review export)"),
+              "--max-flip-rate": ("--reliability", "the judge asked again (the folder of clinconsensus-eval reliability RUN "
+                                                   "--output DIR)")}
+
+
+def _given(args: argparse.Namespace, flag: str) -> bool:
+    return getattr(args, flag[2:].replace("-", "_")) not in (None, [], "")
+
+
 def main(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.clinconsensus.logs import read_case_records
     from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, summarize
@@ -68,10 +81,11 @@ def main(args: argparse.Namespace) -> int:
 
     if args.strict:
         return _release_gate(args)
-    if args.review or args.min_kappa is not None or args.max_judge_bias is not None:
+    given = [flag for flag in GATE_ONLY if _given(args, flag)]
+    if given:
         from clinconsensus_tasks.errors import ConfigurationError
 
-        raise ConfigurationError("--review, --min-kappa and --max-judge-bias belong to the release gate: add --strict")
+        raise ConfigurationError(f"{', '.join(given)} {'belongs' if len(given) == 1 else 'belong'} to the release gate: add --strict")
     prices = parse_prices(args.prices)
     report = {}
     all_records = {}
@@ -147,17 +161,12 @@ def _release_gate(args: argparse.Namespace) -> int:
     from clinconsensus_tasks.gates.physicians import estimate_text, physicians_text
     from clinconsensus_tasks.gates.release import run_problems
     from clinconsensus_tasks.run_records.review_score import run_agreement
-    from clinconsensus_tasks.scorers.clinconsensus.judge_failures import parse_failure_share
     from clinconsensus_tasks.scorers.redact import redact
 
-    share = RELEASE_FAILURE_SHARE if args.judge_failure_threshold is None else parse_failure_share(
-        args.judge_failure_threshold, "--judge-failure-threshold")
-    for flag, value in (("--min-kappa", args.min_kappa), ("--max-judge-bias", args.max_judge_bias)):
-        if value is not None and not args.review:
-            raise ConfigurationError(f"{flag} needs the physicians' review: --review DIR (the folder of review export)")
-    if args.max_flip_rate is not None and not args.reliability:
-        raise ConfigurationError("--max-flip-rate needs the judge asked again: --reliability DIR (the folder of clinconsensus-eval "
-                                 "reliability RUN --output DIR)")
+    share = RELEASE_FAILURE_SHARE if args.judge_failure_threshold is None else args.judge_failure_threshold
+    for flag, (needed, what) in GATE_NEEDS.items():
+        if _given(args, flag) and not _given(args, needed):
+            raise ConfigurationError(f"{flag} needs {what}: {needed} DIR")
     try:
         bar = ReleaseBar(share, (args.data_sha256 or "").strip().lower(), tuple(args.allow_prompt), args.min_kappa, args.max_judge_bias,
                          args.max_flip_rate)
