@@ -29,19 +29,16 @@ most twice the calls; the run's ``judge_failures`` and attempts say how many the
 from __future__ import annotations
 
 import json
-import math
-import os
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from clinconsensus_tasks import json_output
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
+from clinconsensus_tasks.judge.token_count import DEFAULT_CHARS_PER_TOKEN, MESSAGE_OVERHEAD, Counter, make_counter, prompt_tokens
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED, JUDGE_MODES, PER_CRITERION, batched_messages, per_criterion_messages
 from clinconsensus_tasks.scorers.usage import ANY_JUDGE, Prices, TokenUsage
 
-MESSAGE_OVERHEAD = 4  # tokens of chat formatting per message (role markers), as OpenAI's guidance counts
-DEFAULT_CHARS_PER_TOKEN = 1.5
 _ANSWER_TEXT = (
     "根据您提供的病史和检查结果，考虑以下几点：首先需要明确诊断，建议完善相关实验室检查和影像学检查；"
     "其次在治疗方面，应根据指南选择合适的药物并注意剂量和不良反应；同时关注合并症的管理，定期随访复查。"
@@ -64,50 +61,8 @@ class PromptCache:
         return self.min_tokens + (prefix_tokens - self.min_tokens) // step * step
 
 
-@dataclass(frozen=True)
-class Counter:
-    """How tokens are counted, and a sentence that says so in the output."""
-
-    count: Callable[[str], int]
-    description: str
-
-
-def make_counter(tokenizer: str | None = None, chars_per_token: float = DEFAULT_CHARS_PER_TOKEN) -> Counter:
-    """The best token counter available for ``tokenizer`` (see the module docstring)."""
-    if tokenizer and os.path.isdir(tokenizer):
-        from transformers import AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(tokenizer)
-        return Counter(lambda text: len(tok.encode(text, add_special_tokens=False)), f"Hugging Face tokenizer {tokenizer}")
-    if tokenizer:
-        problems = []
-        try:
-            import tiktoken
-
-            encoding = tiktoken.get_encoding(tokenizer)
-            return Counter(lambda text: len(encoding.encode(text, disallowed_special=())), f"tiktoken {tokenizer}")
-        except Exception as exc:  # not installed, unknown name, or its encoding file cannot be downloaded
-            problems.append(f"tiktoken: {type(exc).__name__}")
-        try:
-            import bpe_openai
-
-            encoding = bpe_openai.get_encoding(tokenizer)
-            return Counter(lambda text: len(encoding.encode(text)), f"bpe-openai {tokenizer}")
-        except Exception as exc:
-            problems.append(f"bpe-openai: {type(exc).__name__}")
-        raise ValueError(f"--tokenizer {tokenizer!r}: no local folder of that name and no encoding loaded ({'; '.join(problems)}); "
-                         "install tiktoken (with network) or bpe-openai, or leave --tokenizer out to use a characters-per-token ratio")
-    if chars_per_token <= 0:
-        raise ValueError(f"--chars-per-token must be positive, got {chars_per_token}")
-    return Counter(lambda text: math.ceil(len(text) / chars_per_token), f"characters / {chars_per_token:g} (no tokenizer given)")
-
-
 def stand_in_answer(chars: int) -> str:
     return (_ANSWER_TEXT * (chars // len(_ANSWER_TEXT) + 1))[:chars]
-
-
-def _prompt_tokens(messages: list[dict[str, str]], counter: Counter) -> int:
-    return sum(MESSAGE_OVERHEAD + counter.count(m["content"]) for m in messages)
 
 
 def _verdict_text(explanation_chars: int, criterion_id: str | None = None) -> str:
@@ -178,12 +133,12 @@ def estimate(data: str, mode: str, answer_chars: int, counter: Counter, explanat
             cached = cache.cacheable(prefix)
             under_minimum += cached == 0
             for index, (_, criterion) in enumerate(case.rubrics):
-                total = total + TokenUsage(1, _prompt_tokens(build(case.question, answer, criterion), counter), cached if index else 0, completion)
+                total = total + TokenUsage(1, prompt_tokens(build(case.question, answer, criterion), counter), cached if index else 0, completion)
         else:
             listed = [(str(i + 1), text) for i, (_, text) in enumerate(case.rubrics)]
             messages = batched_messages(case.question, answer, listed)
             reply = "[" + ", ".join(_verdict_text(explanation_chars, cid) for cid, _ in listed) + "]"
-            total = total + TokenUsage(1, _prompt_tokens(messages, counter), 0, counter.count(reply))
+            total = total + TokenUsage(1, prompt_tokens(messages, counter), 0, counter.count(reply))
     total = TokenUsage(*(models * value for value in total.to_dict().values()))
     name = (template.name if template is not None else "project") if mode == PER_CRITERION else "project-batched"
     return Estimate(mode, len(loaded.cases), criteria, total, counter.description, answer_chars, name, cache, under_minimum, models)

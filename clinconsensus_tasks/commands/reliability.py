@@ -23,7 +23,7 @@ from typing import Any
 from clinconsensus_tasks import json_output
 from clinconsensus_tasks.commands.arguments import add_thresholds
 from clinconsensus_tasks.commands.tables import format_table
-from clinconsensus_tasks.gates.texts import interval_text
+from clinconsensus_tasks.gates.texts import figure, interval_text
 from clinconsensus_tasks.scorers.clinconsensus.answer_forms import TRANSFORMS
 
 RESULTS_FILE = "reliability.json"
@@ -133,7 +133,7 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-CHUNK = 8  # cases asked together: a failure loses at most one chunk's answers
+CHUNK_CALLS = 240  # judge calls asked together (8 cases of 30 criteria; 240 cases batched): a failure loses at most a chunk's answers
 
 
 async def _ask(plan: dict[str, Any], runs: list[Any], protocols: list[Any], pending: list[Any], folder: Any,
@@ -156,9 +156,10 @@ async def _ask(plan: dict[str, Any], runs: list[Any], protocols: list[Any], pend
     asked = 0
     for group in order:
         chunk_units = rounds[group]
-        for start in range(0, len(chunk_units), CHUNK):
-            chunk = chunk_units[start:start + CHUNK]
-            mode = protocols[group[0]].mode
+        mode = protocols[group[0]].mode
+        size = max(1, CHUNK_CALLS // max(unit_calls(chunk_units[0], mode), 1))
+        for start in range(0, len(chunk_units), size):
+            chunk = chunk_units[start:start + size]
             fits = []
             for unit in chunk:
                 if unit_calls(unit, mode) > budget:
@@ -217,7 +218,7 @@ def lines(figures: dict[str, Any]) -> list[str]:
             out.append(f"headline noise: n/a ({noise['why']})")
         else:
             table = [[name, f"{m['estimate']:.4f}", interval_text(m["cases_and_judge"]), interval_text(m["judge_alone"]),
-                      "n/a" if m["judge_share"] is None or m["judge_share"] != m["judge_share"] else f"{m['judge_share']:.3f}"]
+                      figure(m["judge_share"])]
                      for name, m in noise.items()]
             out.append(f"the headline's noise ({run['headline_role']}): the case bootstrap holds both parts; judge alone = "
                        "the same cases asked again:")

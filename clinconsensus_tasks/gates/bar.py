@@ -6,6 +6,7 @@ it and returns its problems, one line each (empty: the run clears it)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -60,3 +61,10 @@ class ReleaseBar:
 
 Check = Callable[[RunFacts, ReleaseBar], list[str]]
 """A gate's check: why ``RunFacts`` do not clear the bar, one line each (empty: they do)."""
+
+
+def needed_for(n: int, estimate: float, edge: float, bar: float) -> int:
+    """How many units (cases, rows) would bring an interval's ``edge`` to ``bar`` at this estimate and
+    spread: its half-width shrinks as one over the square root of the units. Every gate that says a
+    review or a check is too small says it with this."""
+    return math.ceil(n * ((estimate - edge) / (estimate - bar)) ** 2)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from clinconsensus_tasks.gates.bar import ReleaseBar
+from clinconsensus_tasks.gates.bar import ReleaseBar, needed_for
 from clinconsensus_tasks.gates.facts import RunFacts
 from clinconsensus_tasks.gates.texts import figure, interval_text, points, undefined
 from clinconsensus_tasks.log_files import CLIMEDBENCH
@@ -68,7 +68,7 @@ def _cases_needed(kappa: Mapping[str, float], cases: int, bar: float) -> str:
                 f"reference; {plan}")
     if estimate <= bar:
         return f"the estimate itself is not above {bar:g}: more cases narrow the interval, they do not raise it"
-    needed = math.ceil(cases * ((estimate - low) / (estimate - bar)) ** 2)
+    needed = needed_for(cases, estimate, low, bar)
     return f"at this estimate and spread about {needed} cases ({max(needed - cases, 1)} more) would bring the lower end to {bar:g}"
 
 
@@ -80,7 +80,7 @@ def estimate_text(found: Mapping[str, Any]) -> str:
     phys, bias = est["physicians"], est["bias"]
     if undefined(phys["estimate"]) or undefined(phys["low"]):
         return (f"rubric accuracy: judge {est['judge']:.3f}, physicians' estimate "
-                f"{'n/a' if undefined(phys['estimate']) else format(phys['estimate'], '.3f')} [no interval: {est['why']}]")
+                f"{figure(phys['estimate'])} [no interval: {est['why']}]")
     return (f"rubric accuracy: judge {est['judge']:.3f}, physicians' estimate {phys['estimate']:.3f} [{phys['low']:.3f}, "
             f"{phys['high']:.3f}], judge's bias {points(bias['estimate'])} points [{points(bias['low'])}, {points(bias['high'])}] "
             f"from {est['reviewed_cases']} of {est['cases']} cases reviewed ({est['design']})")

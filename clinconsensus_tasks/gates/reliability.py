@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from clinconsensus_tasks.gates.bar import ReleaseBar
+from clinconsensus_tasks.gates.bar import ReleaseBar, needed_for
 from clinconsensus_tasks.gates.facts import RunFacts
 from clinconsensus_tasks.gates.texts import interval_text, undefined
 from clinconsensus_tasks.log_files import CLIMEDBENCH
@@ -51,7 +51,7 @@ def _rows_needed(rate: Mapping[str, float], rows: int, bar: float) -> str:
         return f"the gate reads an interval from at least {GATE_MIN_CASES} asked cases and {GATE_MIN_ROWS} rows"
     if estimate >= bar:
         return f"the estimate itself is not below {bar:g}: more rows narrow the interval, they do not lower it"
-    needed = math.ceil(rows * ((high - estimate) / (bar - estimate)) ** 2)
+    needed = needed_for(rows, estimate, high, bar)
     return f"at this rate and spread about {needed} rows ({max(needed - rows, 1)} more) would bring the upper end to {bar:g}"
 
 

@@ -291,14 +291,15 @@ class JudgeClient:
 
 async def judge_documents(
     answers: Sequence[str], docs: Sequence[dict], settings: JudgeSettings, mode: str, max_attempts: int = MAX_ATTEMPTS,
-    template: JudgeTemplate | None = None,
+    template: JudgeTemplate | None = None, limits: JudgeInputLimits | None = None,
 ) -> tuple[list[GradedCase], dict[str, int]]:
     """Grade every (answer, doc) pair with the judge, :func:`cases_in_flight` cases at a time;
     return one :class:`GradedCase` per document and the call stats. A doc holds ``case_id``, ``question``, ``rubrics``
     (``criterion_id``, ``criterion``) and the case's labels.
 
     ``template`` is the per-criterion judge template (``None``: the project's prompt); each record
-    names the prompt used and its sha256.
+    names the prompt used and its sha256. ``limits``: the judge's input limits as learned so far (a
+    caller asking in rounds passes one, so a refusal is learned once).
 
     Used by lm-eval's judge filters and by ``clinconsensus-eval rescore``.
     """
@@ -316,7 +317,7 @@ async def judge_documents(
     client = JudgeClient(settings, paid=paid)
     prompt_info = prompt_record(template, mode)
     breaker = CircuitBreaker(resume_hint=resume_hint(settings))
-    limits = JudgeInputLimits()  # judge/input_limit.py: graded within the judge's input limit, learned from refusals
+    limits = JudgeInputLimits() if limits is None else limits  # judge/input_limit.py: graded within the judge's input limit, learned from refusals
     try:
         progress = tqdm(total=len(docs), desc=f"Judging ({mode}, {settings.model})", file=sys.stderr)
 

@@ -511,17 +511,18 @@ async def grade_by(model: Model, judges: "InspectJudges", limits: Any, decoding:
 
 
 async def judge_documents_inspect(model: Model, answers: list[str], docs: list[dict[str, Any]], mode: str, template: Any,
-                                  decoding: dict[str, Any], calls: str = INSPECT_CALLS) -> list[GradedCase]:
+                                  decoding: dict[str, Any], calls: str = INSPECT_CALLS, limits: Any = None) -> list[GradedCase]:
     """``judge.client.judge_documents``' twin for a judge reached through Inspect's model API (a
     run's role bound again from its log's header, any provider): every (answer, doc) graded, each
     call a fresh request (Inspect's response cache passed by). The caller checks the judge first
-    (:func:`check_judges_now`, once for every round it asks)."""
+    (:func:`check_judges_now`, once for every round it asks) and passes one ``limits``
+    (``JudgeInputLimits``) for every round, so a refusal is learned once."""
     from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
     from clinconsensus_tasks.judge.official_template import prompt_record
     from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
     from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 
-    judges, limits, prompt_info = InspectJudges(decoding, cache=False, mode=mode, calls=calls), JudgeInputLimits(), prompt_record(template, mode)
+    judges, limits, prompt_info = InspectJudges(decoding, cache=False, mode=mode, calls=calls), JudgeInputLimits() if limits is None else limits, prompt_record(template, mode)
     semaphore = asyncio.Semaphore(2 * judge_connections(model))
 
     async def one(answer: str, doc: dict[str, Any]) -> GradedCase:

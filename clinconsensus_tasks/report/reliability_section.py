@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from clinconsensus_tasks.clinconsensus.logs import read_case_records
-from clinconsensus_tasks.gates.texts import interval_text, undefined
+from clinconsensus_tasks.gates.texts import figure, interval_text, undefined
 from clinconsensus_tasks.report.sections import Section, Table
 from clinconsensus_tasks.report.svg import bar_chart
 from clinconsensus_tasks.run_records.reliability_check import load_check, match_run, run_figures
@@ -53,7 +53,7 @@ def reliability_section(check: Any, figures: Sequence[Mapping[str, Any]], left_o
                              "answer-irrelevant): a judge's own noise flips edited rows as often as asked-again ones, in both "
                              "directions; a net far from 0 is a judge reading form.")
     noise = [[run["run"], name, f"{m['estimate']:.4f}", interval_text(m["cases_and_judge"]), interval_text(m["judge_alone"]),
-              "n/a" if undefined(m["judge_share"]) else f"{m['judge_share']:.3f}"]
+              figure(m["judge_share"])]
              for run in figures if "why" not in run["headline"] for name, m in run["headline"].items()]
     if noise:
         section.tables.append(Table("Each headline's noise: cases and judge", ["run", "metric", "estimate", "cases and judge [95% CI]",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from clinconsensus_tasks.gates.texts import interval_text, undefined
+from clinconsensus_tasks.gates.texts import interval_text, points, undefined
 from clinconsensus_tasks.report.sections import Section, Table
 from clinconsensus_tasks.report.svg import bar_chart
 from clinconsensus_tasks.run_records.review_intake import coverage_text
@@ -24,9 +24,9 @@ def estimate_rows(judges: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     for j in judges:
         est = j.get("physicians_estimate")
         for name, m in (est or {}).get("metrics", {}).items():
-            bias = {k: (None if undefined(v) else round(100 * v, 1) + 0.0) for k, v in m["bias"].items() if k != "cases"}  # never -0.0
-            bias_text = "n/a" if bias["estimate"] is None else (
-                f"{bias['estimate']:+.1f}" + (" [no interval]" if bias["low"] is None else f" [{bias['low']:+.1f}, {bias['high']:+.1f}]"))
+            bias = m["bias"]
+            bias_text = "n/a" if undefined(bias["estimate"]) else (
+                points(bias["estimate"]) + (" [no interval]" if undefined(bias["low"]) else f" [{points(bias['low'])}, {points(bias['high'])}]"))
             rows.append([f"{j['run']} · {j['title']}", name, f"{m['judge']:.3f}", interval_text(m["physicians"]), bias_text,
                          f"{m['reviewed_cases']} of {m['cases']}", m["design"] or m["why"]])
     return rows

@@ -35,6 +35,8 @@ from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
 from clinconsensus_tasks.errors import ClinConsensusError
+from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
+from clinconsensus_tasks.judge.token_count import make_counter, prompt_tokens
 from clinconsensus_tasks.run_records.protocol import header_settings, protocol_template, recorded_protocol
 from clinconsensus_tasks.run_records.regrade import case_documents
 from clinconsensus_tasks.run_records.review_export import stratum
@@ -57,7 +59,6 @@ ASKS = "asks"
 AS_IS = "as_is"  # the answer as the run held it
 PANEL = "panel"  # a jury's majority, asked again as its jurors are
 DEFAULT_CASES, DEFAULT_REPEAT = 30, 2
-CHARS_PER_TOKEN = 1.5  # tokens of a prompt the run recorded no usage for (estimate's own fallback ratio)
 VERDICT_TOKENS = 40  # completion tokens of one verdict the run recorded no usage for
 
 
@@ -238,7 +239,8 @@ def unit_calls(unit: Unit, mode: str) -> int:
 
 def unit_usage(unit: Unit, mode: str, template: Any) -> tuple[TokenUsage, bool]:
     """What an ask should cost: the run's own tokens per call for this judge and case where it
-    recorded them, else the messages' characters / 1.5 and 40 completion tokens a verdict; and
+    recorded them, else the messages counted as estimate counts them without a tokenizer (characters / 1.5,
+    4 tokens of chat formatting a message) and 40 completion tokens a verdict; and
     whether the run's usage was used."""
     from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import batched_messages, per_criterion_messages
 
@@ -249,13 +251,13 @@ def unit_usage(unit: Unit, mode: str, template: Any) -> tuple[TokenUsage, bool]:
         per = {k: spent.get(k, 0) / spent["calls"] for k in ("prompt_tokens", "completion_tokens")}
         return TokenUsage(calls, round(per["prompt_tokens"] * calls), 0, round(per["completion_tokens"] * calls)), True
     texts = dict(unit.record.rubrics)
+    counter = make_counter()  # characters per token, as estimate counts without a tokenizer
     if mode == BATCHED:
-        messages = batched_messages(unit.record.question, unit.answer, [(c, texts.get(c, "")) for c in unit.criteria])
-        chars = sum(len(m["content"]) for m in messages)
+        tokens = prompt_tokens(batched_messages(unit.record.question, unit.answer, [(c, texts.get(c, "")) for c in unit.criteria]), counter)
     else:
         build = template.messages if template is not None else per_criterion_messages
-        chars = sum(len(m["content"]) for c in unit.criteria for m in build(unit.record.question, unit.answer, texts.get(c, "")))
-    return TokenUsage(calls, round(chars / CHARS_PER_TOKEN), 0, VERDICT_TOKENS * len(unit.criteria)), False
+        tokens = sum(prompt_tokens(build(unit.record.question, unit.answer, texts.get(c, "")), counter) for c in unit.criteria)
+    return TokenUsage(calls, tokens, 0, VERDICT_TOKENS * len(unit.criteria)), False
 
 
 def asked_line(unit: Unit, graded: GradedCase) -> dict[str, Any]:
@@ -295,6 +297,22 @@ def match_run(check: Check, path: Any, records: Sequence[LoggedCase]) -> RunMatc
     return RunMatch(index, "", sum(1 for u in planned if u not in check.asks), len(planned))
 
 
+def _not_an_ask(item: Any) -> str:
+    """What makes ``item`` no ask as :func:`asked_line` writes one ('' when it is one): a verdict is
+    true, false or null (failed), never a string or a number that reads as one."""
+    if not isinstance(item, dict):
+        return "not a JSON object"
+    if not isinstance(item.get("unit"), str):
+        return "no unit name"
+    verdicts = item.get("verdicts")
+    if not isinstance(verdicts, dict) or not all(isinstance(c, str) and (v is None or isinstance(v, bool)) for c, v in verdicts.items()):
+        return "verdicts must map criterion ids to true, false or null"
+    for name in ("failures", "usage"):
+        if not isinstance(item.get(name, {}), dict):
+            return f"{name} must be an object"
+    return ""
+
+
 def read_asks(folder: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Every ask in ``folder/asks`` by unit (the first of a unit asked twice), and notes on what was
     passed over (a line that is no ask, a unit asked twice)."""
@@ -307,17 +325,24 @@ def read_asks(folder: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
     notes: list[str] = []
     for path in files:
         with storage_errors(path):
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            notes.append(f"{path}: not UTF-8 text (byte {exc.start}): every ask in it left out")
+            continue
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 item = json.loads(line)
-                unit = item["unit"]
-                dict(item["verdicts"])
-            except (ValueError, KeyError, TypeError) as exc:
-                notes.append(f"{path}:{number}: not an ask ({type(exc).__name__}): left out")
+            except ValueError:
+                item = None
+            problem = _not_an_ask(item)
+            if problem:
+                notes.append(f"{path}:{number}: not an ask ({problem}): left out")
                 continue
+            unit = item["unit"]
             if unit in asks:
                 notes.append(f"{path}:{number}: {unit} asked twice: the first answer kept")
                 continue
@@ -431,9 +456,10 @@ def _inspect_asker(run: CheckRun, role: str, protocol: RunProtocol) -> tuple[Ask
     calls = str(settings.get("judge_calls") or INSPECT_CALLS)
     check_judge(run, role, str(model))
     check_judges_now([model])  # a wrong URL, key or model name stops the check before any ask
+    limits = JudgeInputLimits()  # learned once for every round
 
     async def ask(docs: list[dict[str, Any]], answers: list[str]) -> list[GradedCase]:
-        return await judge_documents_inspect(model, answers, docs, protocol.mode, protocol.template, decoding, calls)
+        return await judge_documents_inspect(model, answers, docs, protocol.mode, protocol.template, decoding, calls, limits)
 
     return ask, str(model)
 
@@ -455,9 +481,10 @@ def _client_asker(run: CheckRun, role: str, protocol: RunProtocol) -> tuple[Aske
     settings = replace(settings, use_cache=False, batch=False)
     check_judge(run, role, settings.model)
     probe_judge(settings)  # a wrong URL, key or model name stops the check before any ask
+    limits = JudgeInputLimits()  # learned once for every round
 
     async def ask(docs: list[dict[str, Any]], answers: list[str]) -> list[GradedCase]:
-        graded, _ = await judge_documents(answers, docs, settings, protocol.mode, template=protocol.template)
+        graded, _ = await judge_documents(answers, docs, settings, protocol.mode, template=protocol.template, limits=limits)
         return graded
 
     return ask, settings.model

@@ -25,7 +25,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from clinconsensus_tasks.scorers.clinconsensus.answer_forms import CLOSING, without_markdown
+from clinconsensus_tasks.scorers.clinconsensus.answer_forms import CLOSING, opencc_converter, without_markdown
 from clinconsensus_tasks.scorers.clinconsensus.answer_guard import ANSWER_BEGIN, ANSWER_END
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import PLACEHOLDERS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import BATCHED_SYSTEM, PER_CRITERION_SYSTEM, PROBE_SYSTEM
@@ -61,7 +61,6 @@ JUDGE_KINDS = (PER_CRITERION, BATCHED)  # the judge calls proper (the check is n
 
 _LINE_BREAKS = re.compile(r"[ \t]*\n\s*")
 _CJK_BEFORE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
-_T2S: Any = None
 
 
 def answer_content(answer: str) -> str:
@@ -69,18 +68,13 @@ def answer_content(answer: str) -> str:
     line breaks folded (none after a Chinese character, a space after anything else), traditional
     characters as simplified. A one-line plain simplified answer (every candidate answer here) is
     read as it is."""
-    global _T2S
     text = without_markdown(answer).rstrip()
     for closing in CLOSING.values():
         if text.endswith(closing) and text != closing:
             text = text[: -len(closing)].rstrip()
     text = _LINE_BREAKS.sub(lambda m: "" if m.start() == 0 or _CJK_BEFORE.match(text[m.start() - 1]) else " ", text)
     if _CJK_BEFORE.search(text):
-        if _T2S is None:
-            import opencc
-
-            _T2S = opencc.OpenCC("t2s")
-        text = _T2S.convert(text)
+        text = opencc_converter("t2s").convert(text)
     return text
 
 

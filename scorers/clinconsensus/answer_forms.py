@@ -23,7 +23,9 @@ out of its figures. Every transform reads its text once (linear time) and never 
 
 from __future__ import annotations
 
+import functools
 import re
+from typing import Any
 
 MARKDOWN, CLOSING_LINE, LINE_BREAKS, TRADITIONAL = "markdown", "closing", "line_breaks", "traditional"
 TRANSFORMS = (MARKDOWN, CLOSING_LINE, LINE_BREAKS, TRADITIONAL)
@@ -70,13 +72,21 @@ def with_other_line_breaks(text: str) -> str:
     return _SENTENCE_END.sub("\n", text)
 
 
-def traditional(text: str) -> str:
-    """``text`` with simplified characters as traditional ones (OpenCC ``s2t``); as it was without OpenCC."""
+@functools.lru_cache(maxsize=4)
+def opencc_converter(config: str) -> Any:
+    """OpenCC's converter of ``config`` (``s2t``, ``t2s``), built once (about 60 ms each), or ``None``
+    without OpenCC (a core dependency: only a broken install lacks it)."""
     try:
         import opencc
-    except ImportError:  # a core dependency: only a broken install lacks it, and then nothing is converted
-        return text
-    return opencc.OpenCC("s2t").convert(text)
+    except ImportError:
+        return None
+    return opencc.OpenCC(config)
+
+
+def traditional(text: str) -> str:
+    """``text`` with simplified characters as traditional ones (OpenCC ``s2t``); as it was without OpenCC."""
+    converter = opencc_converter("s2t")
+    return text if converter is None else converter.convert(text)
 
 
 _FUNCTIONS = {MARKDOWN: without_markdown, CLOSING_LINE: with_closing, LINE_BREAKS: with_other_line_breaks, TRADITIONAL: traditional}

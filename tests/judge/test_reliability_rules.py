@@ -203,3 +203,30 @@ def test_the_gate_reads_the_upper_end_and_names_the_judge_that_falls_short():
     assert max_flip_rate(facts({"mismatch": "another judge"}), bar) == ["another judge"]
     assert max_flip_rate(facts(found(0.2, 0.15, 0.25)), ReleaseBar()) == []  # no bar asked
     assert "the judge asked again flips at most 0.05" in bar.accepts()
+
+
+def test_an_asks_file_is_read_by_a_strict_grammar_and_never_raises(tmp_path):
+    # Hand-edited or damaged asks files: only lines asked_line could have written are asks; a verdict
+    # is true, false or null, so "yes" or 1 never becomes one; a file that is no UTF-8 is named.
+    import json
+
+    from clinconsensus_tasks.run_records.reliability_check import ASKS, read_asks
+
+    good = {"unit": "u1", "judge": "j", "verdicts": {"c1": True, "c2": None}, "failures": {"c2": "timeout: "}, "usage": {"calls": 2}}
+    lines = [json.dumps(good), json.dumps({**good, "unit": ["u2"]}), json.dumps({**good, "unit": "u3", "verdicts": {"c1": "yes"}}),
+             json.dumps({**good, "unit": "u4", "verdicts": {"c1": 1}}), json.dumps({**good, "unit": "u5", "usage": []}), "[1, 2]",
+             "{not json", "", json.dumps({**good, "verdicts": {"c1": False}}), json.dumps({"unit": "u6", "verdicts": {}})]
+    (tmp_path / ASKS).mkdir()
+    (tmp_path / ASKS / "000001-a.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (tmp_path / ASKS / "000002-b.jsonl").write_bytes(b'{"unit": "u7", "verdicts": {}}\n\xff\xfe')
+    asks, notes = read_asks(tmp_path)
+    assert asks == {"u1": good, "u6": {"unit": "u6", "verdicts": {}}}
+    first = tmp_path / ASKS / "000001-a.jsonl"
+    assert notes == [f"{first}:2: not an ask (no unit name): left out",
+                     f"{first}:3: not an ask (verdicts must map criterion ids to true, false or null): left out",
+                     f"{first}:4: not an ask (verdicts must map criterion ids to true, false or null): left out",
+                     f"{first}:5: not an ask (usage must be an object): left out",
+                     f"{first}:6: not an ask (not a JSON object): left out",
+                     f"{first}:7: not an ask (not a JSON object): left out",
+                     f"{first}:9: u1 asked twice: the first answer kept",
+                     f"{tmp_path / ASKS / '000002-b.jsonl'}: not UTF-8 text (byte 31): every ask in it left out"]

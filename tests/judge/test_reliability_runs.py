@@ -304,3 +304,45 @@ def test_a_check_is_not_read_for_a_run_rejudged_since_or_another_run(fake_server
     leaderboard = markdown.split("## Leaderboard", 1)[1].split("\n\n", 2)[1]
     assert leaderboard.splitlines()[-1].endswith("| judge-alt |")  # the judge its verdicts name, not the header's
     assert "Each judge against itself" in markdown and "· grader openai-api/judge/judge-model" not in markdown
+
+
+@pytest.mark.parametrize("transport", ["client", "inspect"])
+def test_a_limit_learned_in_one_round_is_kept_for_the_next(transport, fake_server):
+    # A check asks in rounds; each round passes the asker's one JudgeInputLimits. The `toolong`
+    # judge (a server whose context cannot hold a request) refuses the first request it gets: in
+    # the next round nothing is sent, each judgment failing as a request "not sent".
+    import asyncio
+
+    from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
+    from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION
+
+    case = CASES[0]
+    doc = {**case.metadata(), "case_id": case.case_id, "question": case.question,
+           "rubrics": [{"criterion_id": cid, "criterion": text} for cid, text in case.rubrics[:3]]}
+    answer = candidate_answer(case.question)
+    limits = JudgeInputLimits()
+    if transport == "client":
+        from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents
+
+        settings = JudgeSettings(model="judge-toolong", base_url=fake_server.base_url, api_key="k", use_cache=False, batch=False)
+
+        def round_():
+            return asyncio.run(judge_documents([answer], [doc], settings, PER_CRITERION, limits=limits))[0]
+    else:
+        from inspect_ai.model import get_model
+
+        from clinconsensus_tasks.judge.inspect_calls import judge_decoding, judge_documents_inspect
+
+        model = get_model("openai-api/judge/judge-toolong", memoize=False)
+        decoding = judge_decoding(PER_CRITERION, 3, None, False)
+
+        def round_():
+            return asyncio.run(judge_documents_inspect(model, [answer], [doc], PER_CRITERION, None, decoding,
+                                                       limits=limits))
+    fake_server.reset()
+    first = round_()
+    sent = fake_server.stats()["kinds"].get("per_criterion", 0)
+    second = round_()
+    assert sent >= 1 and fake_server.stats()["kinds"].get("per_criterion", 0) == sent  # the second round sent nothing
+    assert all(j.met is None and j.error_kind == "request" for g in (*first, *second) for j in g.headline.judgments)
+    assert all(j.error.endswith("; not sent") for j in second[0].headline.judgments)
