@@ -40,11 +40,16 @@ class UnreadableLog(ClinConsensusError, ValueError):
 
 
 
-def served_name(name: str) -> str:
-    """The model's own name in an Inspect model spelling: ``openai-api/svc/org/m`` -> ``org/m``,
-    ``openai/gpt-4.1`` -> ``gpt-4.1``."""
-    parts = name.split("/")
-    return "/".join(parts[2:] if parts[0] == "openai-api" and len(parts) > 2 else parts[1:] or parts)
+def model_display_name(model: str) -> str:
+    """One name per model across frameworks: Inspect's ``provider/[service/]name`` and lm-eval's
+    output folder (``org__name``) both become ``name`` as the server knows it (``org/name``)."""
+    parts = model.split("/")
+    if len(parts) >= 3 and parts[0] in ("openai-api", "openai-compatible"):
+        return "/".join(parts[2:])
+    if len(parts) >= 2 and "__" not in model:
+        return "/".join(parts[1:])
+    return model.replace("__", "/")
+
 
 def is_lmeval_samples(path: Path, benchmark: str | None = None) -> bool:
     """An lm-eval samples file (of ``benchmark``'s tasks, when given)."""

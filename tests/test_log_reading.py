@@ -115,3 +115,12 @@ def test_a_sample_is_read_as_json_reads_it_less_its_transcript():
     odd = b'{"id": 1, "metadata": {"score": NaN}, "events": [1, 2]}'
     got = without_transcript(odd)
     assert list(got) == ["id", "metadata"] and got["metadata"]["score"] != got["metadata"]["score"]  # NaN, read by json
+
+
+def test_one_name_per_model_for_the_report_the_gate_and_the_check():
+    # Inspect's provider/[service/]name, lm-eval's output folder: the model as its server knows it.
+    from clinconsensus_tasks.log_files import model_display_name
+
+    assert [model_display_name(m) for m in ("openai-api/cand/org/model-7b", "openai-compatible/vllm/org/model-7b", "openai/gpt-4.1",
+                                            "hf/org/model-7b", "org__model-7b", "cand-model")] == \
+        ["org/model-7b", "org/model-7b", "gpt-4.1", "org/model-7b", "org/model-7b", "cand-model"]

@@ -56,7 +56,7 @@ from clinconsensus_tasks.log_files import CLIMEDBENCH
 from clinconsensus_tasks.gates import physicians, reliability
 from clinconsensus_tasks.gates.bar import Check, ReleaseBar
 from clinconsensus_tasks.gates.facts import RunFacts
-from clinconsensus_tasks.log_files import served_name
+from clinconsensus_tasks.log_files import model_display_name
 from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 from clinconsensus_tasks.scorers.clinconsensus.jury import is_jury
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, TASK_VERSION as CLIN_VERSION, mean_names
@@ -193,7 +193,7 @@ def _independent(run: RunFacts, bar: ReleaseBar) -> list[str]:
     provenances = [j for r in run.records for p in r.provenance for j in (p.get("jurors") or [p])]
     servers = {p.get("judge_model", ""): p.get("judge_server", "") for p in provenances}
     named = {_judge_name(run, j) for j in judges}
-    model = served_name(run.model) if run.framework == "inspect" else run.model
+    model = model_display_name(run.model) if run.framework == "inspect" else run.model
     if run.self_grading_allowed or model in {p.get("judge_model") for p in provenances} | named:
         problems.append(f"self-graded: the model under test ({run.model}) is its own judge; bind another model to the "
                         "grader role (--model-role grader=..., CLINCONSENSUS_JUDGE_MODEL)")
@@ -212,7 +212,7 @@ def _independent(run: RunFacts, bar: ReleaseBar) -> list[str]:
 
 
 def _judge_name(run: RunFacts, judge: str) -> str:
-    return served_name(judge) if run.framework == "inspect" else judge
+    return model_display_name(judge) if run.framework == "inspect" else judge
 
 
 def _official(run: RunFacts, bar: ReleaseBar) -> list[str]:

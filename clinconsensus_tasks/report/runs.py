@@ -22,7 +22,7 @@ from clinconsensus_tasks.clinconsensus.logs import LoggedCase, inspect_log_cases
 from clinconsensus_tasks.judge.provenance import judge_display
 from clinconsensus_tasks.log_files import (
     CLIMEDBENCH, CLINCONSENSUS, ended_by_judge_policy, find_logs, is_inspect_log, is_lmeval_results, is_lmeval_samples, lmeval_run_key, lmeval_task,
-    read_inspect_log,
+    model_display_name, read_inspect_log,
 )
 from clinconsensus_tasks.storage import is_url
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
@@ -155,17 +155,6 @@ class Runs:
     results_files: list[dict[str, Any]] = field(default_factory=list)  # lm-eval results_*.json metadata
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (log, why): unfinished or empty
     climedbench_files: dict[str, list[ItemResult]] = field(default_factory=dict)  # an lm-eval samples file's items, until grouped
-
-
-def model_display_name(model: str) -> str:
-    """One name per model across frameworks: Inspect's ``provider/[service/]name`` and lm-eval's
-    output folder (``org__name``) both become ``name`` as the server knows it (``org/name``)."""
-    parts = model.split("/")
-    if len(parts) >= 3 and parts[0] in ("openai-api", "openai-compatible"):
-        return "/".join(parts[2:])
-    if len(parts) >= 2 and "__" not in model:
-        return "/".join(parts[1:])
-    return model.replace("__", "/")
 
 
 def _variant(results: Sequence[ItemResult]) -> str:

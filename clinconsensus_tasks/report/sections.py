@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from clinconsensus_tasks.report.costs import usage_rows
-from clinconsensus_tasks.report.runs import CURVE_KS, ClinRun, MedRun, Runs, model_display_name
+from clinconsensus_tasks.log_files import model_display_name
+from clinconsensus_tasks.report.runs import CURVE_KS, ClinRun, MedRun, Runs
 from clinconsensus_tasks.report.svg import bar_chart, escape, heatmap, line_chart, radar_chart
 from clinconsensus_tasks.scorers.climedbench import scenarios as cmb
 from clinconsensus_tasks.scorers.climedbench.length_deciles import DECILES, decile_metric

@@ -81,7 +81,7 @@ class CheckRun:
 
 def read_check_runs(paths: Sequence[str | Path]) -> list[CheckRun]:
     """The ClinConsensus runs among ``paths`` (files, folders, URL prefixes), each read once."""
-    from clinconsensus_tasks.log_files import CLINCONSENSUS, benchmark_logs, read_inspect_log, served_name
+    from clinconsensus_tasks.log_files import CLINCONSENSUS, benchmark_logs, read_inspect_log, model_display_name
 
     runs = []
     for path in benchmark_logs(paths, CLINCONSENSUS):
@@ -93,7 +93,7 @@ def read_check_runs(paths: Sequence[str | Path]) -> list[CheckRun]:
             runs.append(CheckRun(f"{where.parent.name.replace('__', '/')} (lm-eval)", named, "lm-eval", records, settings))
             continue
         spec = read_inspect_log(where, header_only=True).eval
-        runs.append(CheckRun(f"{served_name(spec.model)} (inspect)", named, "inspect", records, dict(spec.task_args or {}),
+        runs.append(CheckRun(f"{model_display_name(spec.model)} (inspect)", named, "inspect", records, dict(spec.task_args or {}),
                              dict(spec.model_roles or {})))
     return runs
 

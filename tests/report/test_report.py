@@ -19,7 +19,7 @@ import pytest
 
 from clinconsensus_tasks.commands.report import add_arguments as add_report_arguments, main as main_report
 from clinconsensus_tasks.report.html_report import build_report
-from clinconsensus_tasks.report.runs import model_display_name as row_name
+from clinconsensus_tasks.log_files import model_display_name as row_name
 from clinconsensus_tasks.report.sections import bootstrap_intervals
 from clinconsensus_tasks.report.svg import radar_chart
 from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
