@@ -75,7 +75,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("breakdowns", "bool", "true", "also report metrics by difficulty, subject, task and audience", inspect="breakdowns"),
     Setting("answer_max_tokens", "int", "8192", "generation limit of the model under test (lm-eval: `max_gen_toks` of the YAML)",
             inspect="answer_max_tokens"),
-    Setting("answer_cache", "bool", "true", "Inspect's response cache for the model's answers, per epoch", inspect="answer_cache"),
+    Setting("answer_cache", "bool", "false", "serve the model's answers from Inspect's response cache, per epoch (keyed by the "
+            "model's name, not its weights: only while the model behind the name is unchanged)", inspect="answer_cache"),
     Setting("allow_self_grading", "bool", "false", "grade with the model under test when no judge is bound",
             inspect="allow_self_grading"),
     # -- ClinConsensus: the judge protocol (shared by every judge of a run) --

@@ -67,8 +67,9 @@ from clinconsensus_tasks.judge.provenance import data_provenance
 
 
 GRADER_ROLE = "grader"
-# The model under test's answers: per epoch (each epoch is its own answer), so a resumed run pays
-# for none it already has (``generate_with_judge_check``).
+# The model under test's answers through Inspect's response cache, per epoch, only when the user asks
+# for it (``-T answer_cache=true``): that cache is keyed by the model's name, URL, settings and
+# messages, so a model retrained and served again under the same name would get its old answers.
 ANSWER_CACHE = CachePolicy(per_epoch=True)
 # The optional second judge, any model (an API model as well as a local one). The name is kept
 # although it says "local": users type it (--model-role local_grader=...), logs record it.
@@ -189,7 +190,7 @@ def bound_judges() -> list[Model]:
 
 @solver
 def generate_with_judge_check(role: str = GRADER_ROLE, allow_self_grading: bool = False, check: bool = True,
-                              checked: Sequence[str] = (), answer_cache: bool = True) -> Solver:
+                              checked: Sequence[str] = (), answer_cache: bool = False) -> Solver:
     """Generate the answer, but first stop the run if no judge is bound or the judge does not answer.
 
     With ``check``, one tiny request goes to the judge(s) before the first answer is generated,
@@ -198,9 +199,11 @@ def generate_with_judge_check(role: str = GRADER_ROLE, allow_self_grading: bool 
     of the task state per sample. Judges named in ``checked`` were checked when the task was built
     (``inspect_calls.check_judges_now``) and are not asked again.
 
-    With ``answer_cache`` the answer goes through Inspect's response cache, per epoch: however a
-    run is resumed (``inspect eval-retry`` after Ctrl-C or a failed judge, the same command again),
-    an answer already paid for is served from the cache, not generated again.
+    The answer is generated anew, as Inspect does by default. With ``answer_cache`` it goes
+    through Inspect's response cache, per epoch: the same command again serves every answer the
+    cache holds for that model name, which is right only while the model behind the name is the
+    one that gave them. Nothing else needs it: a failed judge is finished by ``inspect score``
+    (the judge alone is asked), and ``inspect eval-retry`` keeps every finished sample.
     """
     probe: asyncio.Task | None = None
 
@@ -341,7 +344,7 @@ def clinconsensus(
     revision: str | None = None,
     judge_failure_threshold: float | None = None,
     judge_structured_output: bool = False,
-    answer_cache: bool = True,
+    answer_cache: bool = False,
     judge_calls: Literal["inspect", "direct"] = "inspect",
 ) -> Task:
     """ClinConsensus: open-ended Chinese clinical cases graded against 30 rubric criteria each.
@@ -356,8 +359,9 @@ def clinconsensus(
         judge_max_attempts: attempts per verdict before it counts as a failed judgment (2: the
             request and one re-ask, the verdict rule).
         judge_cache: use Inspect's response cache for judge calls (re-asks always bypass it).
-        answer_cache: use Inspect's response cache, per epoch, for the model's answers (default
-            true), so that resuming a run (``inspect eval-retry``) pays for no answer twice.
+        answer_cache: serve the model's answers from Inspect's response cache, per epoch
+            (default false, as Inspect). That cache is keyed by the model's name, URL and settings,
+            not by its weights: turn it on only while the model behind the name is unchanged.
         judge_check: send the judge one test request before generating anything.
         judge_max_tokens: the judge's token budget per call (default 512 per criterion, 96 per
             criterion in batched mode).

@@ -304,10 +304,11 @@ def test_rescoring_while_the_judge_is_still_down_keeps_the_verdicts_obtained(fak
     assert met == [30, 30]
 
 
-def test_a_run_interrupted_while_judging_and_resumed_with_eval_retry_pays_for_no_answer_again(fake_server, tmp_path):
+def test_a_run_interrupted_while_judging_and_resumed_with_eval_retry_asks_only_for_the_answers_it_lacks(fake_server, tmp_path):
     # What a user does: Ctrl-C (SIGINT) while the judge is slow, then the command Inspect itself
-    # prints, `inspect eval-retry LOG`. It used to generate 3 of the 4 answers again; the task's
-    # answers now go through Inspect's response cache, per epoch.
+    # prints, `inspect eval-retry LOG`. The retry keeps every sample the log holds and asks the
+    # model again only for those it lacks (the ones stopped while being judged), as Inspect does:
+    # no cache that could serve another checkpoint's answers (tests/clinconsensus/test_retrained_model.py).
     import signal
     import threading
 
@@ -337,10 +338,12 @@ def test_a_run_interrupted_while_judging_and_resumed_with_eval_retry_pays_for_no
     log = next((tmp_path / "logs").glob("*.eval"))
     from inspect_ai.log import read_eval_log
 
-    assert read_eval_log(str(log), header_only=True).status == "cancelled"
+    cancelled = read_eval_log(str(log))
+    assert cancelled.status == "cancelled"
+    kept = len(cancelled.samples or [])
     done = subprocess.run([str(BIN / "inspect"), "eval-retry", str(log), "--log-dir", str(tmp_path / "logs")],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert fake_server.stats()["calls"].get("cand-model", 0) == 4  # no answer generated again
+    assert fake_server.stats()["calls"].get("cand-model", 0) == 4 + (4 - kept)  # only the answers the log lacked
     retried = max((tmp_path / "logs").glob("*.eval"), key=lambda p: p.stat().st_mtime)
     assert read_eval_log(str(retried), header_only=True).status == "success"
