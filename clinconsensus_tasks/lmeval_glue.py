@@ -13,7 +13,9 @@ imports from here, never from the other benchmark. ``lm_eval`` indexes its ~14,0
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -101,6 +103,57 @@ def across_ranks(value: Any) -> list[Any]:
     out: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(out, value)
     return out
+
+
+def cache_rank() -> int:
+    """This process's rank as lm-eval names its ``--use_cache`` file (``<prefix>_rank<N>.db``): the
+    torch.distributed rank of a data-parallel run, else ``LOCAL_RANK`` (lm-eval's own fallback
+    under launchers where every process reports rank 0), else 0."""
+    dist = sys.modules.get("torch.distributed")
+    rank = dist.get_rank() if dist is not None and dist.is_available() and dist.is_initialized() else 0
+    return rank or int(os.environ.get("LOCAL_RANK", "0") or 0)
+
+
+@dataclass(frozen=True)
+class KeptAnswers:
+    """The model's answers of one lm-eval task, written where lm-eval's ``--use_cache PREFIX``
+    reads them, so a run whose judge failed is finished with no model call.
+
+    lm-eval's ``--use_cache`` caches the model's answers only when it was given before the run;
+    without it a failed judge loses every answer (the samples are written after the metrics).
+    :func:`keep_answers` writes each answer under the key lm-eval's own cache gives its request
+    (``lm_eval.api.model.hash_args`` of the request's arguments), in the SQLite file lm-eval's
+    ``CachingLM`` opens for ``--use_cache PREFIX`` on this rank. The same command with
+    ``--use_cache PREFIX`` then serves every answer from it: the same requests, so the same keys
+    (another model, prompt or generation setting makes other requests, which the model answers)."""
+
+    prefix: str
+    path: Path
+    answers: int
+
+    def hint(self) -> str:
+        return (f"The model's {self.answers} answers are kept in {self.path}: once the judge works, finish this run with "
+                f"the same lm_eval command plus `--use_cache {self.prefix}` (no model call: the answers come from that "
+                "file, the verdicts obtained from the verdict cache).")
+
+    def discard(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def keep_answers(instances: Sequence[Any], prefix: str) -> KeptAnswers:
+    """Write the generated answers of ``instances`` (lm-eval ``Instance`` objects holding their
+    responses) to ``<prefix>_rank<N>.db``, as lm-eval's ``CachingLM`` stores them (see :class:`KeptAnswers`)."""
+    from lm_eval.api.model import hash_args
+    from sqlitedict import SqliteDict
+
+    path = Path(f"{prefix}_rank{cache_rank()}.db")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    answered = [i for i in instances if i.request_type == "generate_until" and i.resps]
+    with SqliteDict(str(path), autocommit=False) as db:
+        for instance in answered:
+            db[hash_args("generate_until", instance.args)] = instance.resps[-1]
+        db.commit()
+    return KeptAnswers(prefix, path, len(answered))
 
 
 def first_responses(resps: Sequence[Any]) -> list[str]:

@@ -21,12 +21,18 @@ reach a results file).
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.clinconsensus import settings
-from clinconsensus_tasks.lmeval_glue import case_mean
+from clinconsensus_tasks.errors import ClinConsensusError
+from clinconsensus_tasks.lmeval_glue import KeptAnswers, across_ranks, case_mean, keep_answers
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeFailureError
 from clinconsensus_tasks.lmeval_run_check import RunCheckedTask
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
 
@@ -94,6 +100,23 @@ def check_judges(env: Mapping[str, str], dual: bool) -> None:
             probe_judge(judge, " (CLINCONSENSUS_JUDGE_CHECK=0 skips this check)")
 
 
+def keep_answers_of_run(instances: Sequence[Any], metadata: Mapping[str, Any], task: str) -> KeptAnswers:
+    """Keep the run's answers (``lmeval_glue.keep_answers``) under the verdict cache's folder,
+    ``lm-eval-answers/<task>-<model>-<UTC time>``: one name for every rank of a data-parallel run
+    (rank 0's, gathered), each rank writing its own ``_rank<N>.db`` as lm-eval reads them."""
+    from clinconsensus_tasks.judge.cache import default_cache_dir
+
+    model = str(metadata.get("model") or metadata.get("pretrained") or "model")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{task}-{model}")[:80].strip("-")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    chosen = settings_table.raw("cache_dir", settings_table.merged_env(settings_table.given_settings(dict(metadata))))
+    folder = Path(chosen).expanduser() if chosen else default_cache_dir()
+    prefix = across_ranks(str(folder / "lm-eval-answers" / f"{name}-{stamp}"))[0]
+    kept = keep_answers(instances, prefix)
+    print(f"[clinconsensus] {kept.answers} answers kept until judged: {kept.path}", file=sys.stderr)
+    return kept
+
+
 class ClinConsensusTask(RunCheckedTask):
     """lm-eval's configurable task; a run checks its judge(s) first and names them in ``metadata.judge``."""
 
@@ -112,6 +135,23 @@ class ClinConsensusTask(RunCheckedTask):
             return []
         env = settings_table.merged_env(settings_table.given_settings(dict(self.config.metadata or {})))
         return metric_table.mean_names(settings.thresholds(value, settings.n_criteria_from_env(env)))
+
+    def apply_filters(self) -> Any:
+        """Judge the answers (the YAML's filter), with the answers kept first where ``--use_cache``
+        reads them (:func:`keep_answers_of_run`): a judge that fails, a Ctrl-C, any error while
+        judging leaves them there, and the error says how to finish the run with no model call.
+        Once judged, the kept copy is deleted (the samples file holds the answers)."""
+        kept = keep_answers_of_run(self._instances or [], dict(self.config.metadata or {}), str(self.config.task))
+        try:
+            out = super().apply_filters()
+        except (ClinConsensusError, JudgeFailureError) as exc:  # the failure policy, a setting: its message ends with the way out
+            exc.args = (f"{exc.args[0] if exc.args else exc} {kept.hint()}", *exc.args[1:])
+            raise
+        except BaseException:
+            print(f"[clinconsensus] {kept.hint()}", file=sys.stderr)
+            raise
+        kept.discard()
+        return out
 
     def before_run(self) -> None:
         metadata = dict(self.config.metadata or {})

@@ -81,7 +81,8 @@ def _finished(run: RunFacts, bar: ReleaseBar) -> list[str]:
     # What did not finish is finished by running it again: `inspect score` cannot give a log the
     # answers it lacks (a run the judge failure policy ended is not here: its samples decide).
     hint = (RESUME_INSPECT if run.framework == "inspect" else
-            "finish it: run the same lm_eval command again (verdict cache, --use_cache: nothing paid for is asked again)")
+            "finish it: run the same lm_eval command again, with --use_cache PREFIX if its error named one (the answers "
+            "it kept; verdicts come from the verdict cache)")
     return [f"{why}; {hint}" for why in run.unfinished]
 
 

@@ -382,8 +382,7 @@ def resume_hint(settings: JudgeSettings) -> str:
     from clinconsensus_tasks.judge.cache import cache_file
 
     return (f"Every verdict obtained is in the verdict cache ({cache_file(settings.cache_dir)}): once the judge works, "
-            "re-run the same command and only the missing verdicts are asked for (in lm-eval, add --use_cache DIR to "
-            "reuse the model's answers too).")
+            "re-run the same command and only the missing verdicts are asked for.")
 
 
 def enforce_failure_policy(records: Sequence[GradedCase], settings: JudgeSettings, tally: FailureTally | None = None) -> None:

@@ -29,7 +29,8 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import ENV_FAILURE
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
 
 N_CASES = 4
-FINISH = "finish it: run the same lm_eval command again (verdict cache, --use_cache: nothing paid for is asked again)"
+FINISH = ("finish it: run the same lm_eval command again, with --use_cache PREFIX if its error named one (the answers "
+          "it kept; verdicts come from the verdict cache)")
 LIMIT = "a part of the data (--limit 2): run every case, without --limit"
 REFUSED = f"REFUSED: the candidate run is not fit to compare ({COMPARISON_PROFILE}); nothing was compared"
 
