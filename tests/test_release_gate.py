@@ -140,6 +140,39 @@ def test_a_release_run_passes_in_both_frameworks_and_nothing_in_its_environment_
     assert fails(gate(dead.location, flags=(*flags, "--judge-failure-threshold", "0")), dead.location)
 
 
+def test_the_official_script_given_as_a_path_offline_is_the_official_prompt_in_both_frameworks(fake_server, release, tmp_path, monkeypatch, capfd):
+    # Issue 58 item 3. No network (the download URL leads nowhere): the docs and the error say to
+    # pass the downloaded run_local_judge.py as a path. A template is official by its content.
+    from loopback_server import closed_port_url
+
+    data, sha = release
+    script = tmp_path / "run_local_judge.py"  # the release fixture's copy of the official script
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_PROMPT_URL", closed_port_url())
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_PROMPT", str(script))
+    log = inspect_run(tmp_path / "logs", data, judge_prompt=str(script))
+    samples, _ = lmeval_run(fake_server, tmp_path / "lm")
+    for recorded in (log.samples[0].scores["rubric_scorer"].metadata,
+                     json.loads(json.loads(samples.read_text(encoding="utf-8").splitlines()[0])["filtered_resps"][0])):
+        assert recorded["judge_prompt"] == "official" and recorded["judge_prompt_source"] == str(script)
+    out = gate(log.location, samples, flags=("--data-sha256", sha))
+    assert out.returncode == 0, out.stdout + out.stderr
+    # Kept as a download is: `official` now works offline, with no path.
+    assert (Path(os.environ["CLINCONSENSUS_CACHE_DIR"]) / "judge_prompts" / f"run_local_judge-{hashlib.sha256(script.read_bytes()).hexdigest()}.py").is_file()
+
+    # An altered copy under the same name is a template of its own: said when loaded and by the gate.
+    altered = tmp_path / "altered" / "run_local_judge.py"
+    altered.parent.mkdir()
+    altered.write_text(script.read_text(encoding="utf-8").replace("Grading item", "Grading  item"), encoding="utf-8")
+    capfd.readouterr()
+    other = inspect_run(tmp_path / "other", data, judge_prompt=str(altered))
+    assert f"WARNING: {altered} has sha256 {hashlib.sha256(altered.read_bytes()).hexdigest()}, not the pinned official file's" in capfd.readouterr().err
+    pinned = "a559d9051f96fc24aa1441ff03338dd83e32cd13d1071ce80b91bacf7048b1ce"  # the gate's process: the package's own pin
+    assert fails(gate(other.location, flags=("--data-sha256", sha)), other.location) == [
+        f"judge prompt {altered} is not the official prompt (run_local_judge.py files are official by their sha256, "
+        f"{pinned}: this one's content differs; download it again and check it): run with judge_prompt=official "
+        f"(the default), or accept it with --allow-prompt {altered}"]
+
+
 def test_self_graded_runs_are_refused_in_both_frameworks(fake_server, release, tmp_path, monkeypatch):
     # The model under test (the stand-in's cand-model) writes no verdicts as a judge: the failure
     # policy is off so that the runs finish and the gate's reading of who judged is what is tested.

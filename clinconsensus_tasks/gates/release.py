@@ -52,6 +52,7 @@ from typing import Sequence
 
 from clinconsensus_tasks.clinconsensus.dataset import HF_DATA_REVISION, HF_DATASET, sample_path
 from clinconsensus_tasks.judge.input_limit import OFFICIAL_CUT
+from clinconsensus_tasks.judge.official_template import OFFICIAL_PATH, OFFICIAL_SHA256
 from clinconsensus_tasks.log_files import CLIMEDBENCH
 from clinconsensus_tasks.gates import physicians, reliability
 from clinconsensus_tasks.gates.bar import Check, ReleaseBar
@@ -66,6 +67,7 @@ from clinconsensus_tasks.scorers.climedbench.metric_table import TASK_VERSION as
 JURY = "jury"  # --allow-prompt jury: accept a jury's majority as the run's protocol
 
 OFFICIAL_PROMPT = "official"
+OFFICIAL_SCRIPT = OFFICIAL_PATH.rsplit("/", 1)[-1]  # run_local_judge.py
 OFFICIAL_MODE = "per_criterion"
 STAND_IN_SERVER = "stand-in"  # judge.server_info: the kind of the project's own stand-in server
 RELEASE_PROFILE = (
@@ -230,7 +232,10 @@ def _official(run: RunFacts, bar: ReleaseBar) -> list[str]:
     prompts = sorted({r.graded.judge_prompt.get("judge_prompt", "") for r in run.records} - {OFFICIAL_PROMPT} - set(bar.allow_prompts))
     if prompts:
         shown = ", ".join(p or "(not recorded)" for p in prompts)
-        problems.append(f"judge prompt {shown} is not the official prompt: run with judge_prompt=official (the default), "
+        # A file is recorded as the official prompt when its bytes have the pinned sha256, whichever way it came.
+        copy = (f" ({OFFICIAL_SCRIPT} files are official by their sha256, {OFFICIAL_SHA256}: this one's content differs; "
+                "download it again and check it)" if any(p.replace("\\", "/").rsplit("/", 1)[-1] == OFFICIAL_SCRIPT for p in prompts) else "")
+        problems.append(f"judge prompt {shown} is not the official prompt{copy}: run with judge_prompt=official (the default), "
                         f"or accept it with --allow-prompt {prompts[0] or 'NAME'}")
     return problems
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -80,10 +81,7 @@ def official_template(
         got = _sha256(data)
         if got != expected_sha256:
             raise _how_to(url, f"{url} has sha256 {got}, expected {expected_sha256} (a different or altered file).")
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(".part")
-        partial.write_bytes(data)
-        partial.replace(cached)
+        _keep(data, folder, expected_sha256)
         source = url
     try:
         template = parse_template(data.decode("utf-8"), OFFICIAL_PATH, name=OFFICIAL)
@@ -93,17 +91,41 @@ def official_template(
 
 
 def template_file(path: str) -> JudgeTemplate:
-    """A user's template file (plain text, or a ``.py`` file's ``PROMPT``), validated."""
+    """A user's template file (plain text, or a ``.py`` file's ``PROMPT``), validated.
+
+    A template is official by its content, whichever way it came: a file whose bytes have the
+    pinned sha256 (the official script downloaded by hand, for a machine with no network) is the
+    official template, recorded as ``official`` with the file as its source, and kept in the cache
+    as a download would be. Any other file is a template of its own, recorded by its path; one
+    named like the official script says why it is not the official one."""
     file = Path(os.path.expanduser(path))
     if not file.is_file():
         raise ConfigurationError(
             f"judge_prompt={path!r}: no such file. Use '{OFFICIAL}', '{PROJECT}' or the path of a template file "
             "with the placeholders {user_message}, {response} and {rubric_item}."
         )
+    data = file.read_bytes()
     try:
-        return parse_template(file.read_text(encoding="utf-8"), str(file))
+        if _sha256(data) == OFFICIAL_SHA256:
+            template = parse_template(data.decode("utf-8"), str(file), name=OFFICIAL)
+            _keep(data, default_cache_dir() / "judge_prompts", OFFICIAL_SHA256)
+            return template
+        if file.name == Path(OFFICIAL_PATH).name:
+            print(f"[clinconsensus] WARNING: {file} has sha256 {_sha256(data)}, not the pinned official file's {OFFICIAL_SHA256}: "
+                  "judging with it as a template of its own (the release gate accepts only the official one)", file=sys.stderr)
+        return parse_template(data.decode("utf-8"), str(file))
     except (TemplateError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"judge_prompt: {exc}") from None
+
+
+def _keep(data: bytes, folder: Path, sha256: str) -> None:
+    """The official script's bytes (of sha256 ``sha256``) in the cache, where :func:`official_template` looks first."""
+    cached = folder / f"run_local_judge-{sha256}.py"
+    if not (cached.is_file() and _sha256(cached.read_bytes()) == sha256):
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(".part")
+        partial.write_bytes(data)
+        partial.replace(cached)
 
 
 def load_judge_prompt(choice: str | None, mode: str, url: str | None = None) -> JudgeTemplate | None:
