@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
@@ -121,6 +122,7 @@ class LoadedCases:
     source: str  # what was read: a path or the hub file URL
     sha256: str | None  # of the file read, when there is one
     revision: str | None = None  # the hub commit the data came from, when it could be resolved
+    requested_revision: str | None = None  # the hub revision the run asked for (a commit pins the data; a branch moves)
 
 
 def criterion_id_of(item: dict[str, Any], index: int) -> str | None:
@@ -269,6 +271,12 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def is_commit(revision: str | None) -> bool:
+    """Whether ``revision`` is a full hub commit hash (40 hex digits): it names immutable content,
+    where a branch or tag may point elsewhere tomorrow."""
+    return bool(revision) and re.fullmatch(r"[0-9a-f]{40}", str(revision)) is not None
+
+
 def sample_path() -> Path:
     """Path of the bundled synthetic sample."""
     return Path(str(resources.files("clinconsensus_tasks.data").joinpath(SAMPLE_FILE)))
@@ -297,10 +305,10 @@ def load_from_hub(
     import datasets
 
     revision = revision or settings_table.raw("revision") or HF_DATA_REVISION
-    if revision is None and not Path(repo_id).exists():
-        print(f"[clinconsensus] WARNING: this package pins no revision of {repo_id} (dataset.HF_DATA_REVISION): "
-              f"reading its default branch; the run records the commit and sha256 it read. Pin one with "
-              f"{ENV_REVISION}=<commit> (Inspect: -T revision=<commit>).", file=sys.stderr)
+    if not is_commit(revision) and not Path(repo_id).exists():
+        print(f"[clinconsensus] WARNING: reading {repo_id} at {revision or 'its default branch'}, which moves: the run records "
+              f"the commit and sha256 it read, and the release gate asks for a run pinned to a commit "
+              f"({ENV_REVISION}=<40-hex commit>, Inspect: -T revision=<40-hex commit>).", file=sys.stderr)
     local = Path(repo_id).exists()
     try:
         dataset = datasets.load_dataset(repo_id, data_files=data_file, split="train", revision=revision)
@@ -318,7 +326,8 @@ def load_from_hub(
         ) from exc
     name = str(Path(repo_id) / data_file) if local else f"hf://datasets/{repo_id}/{data_file}"
     sha256, commit = (_sha256(Path(repo_id) / data_file), None) if local else _hub_file(repo_id, data_file, revision)
-    return _nonempty(LoadedCases(validate_records(_dataset_rows(dataset, name), n_criteria), name, sha256, commit or revision))
+    return _nonempty(LoadedCases(validate_records(_dataset_rows(dataset, name), n_criteria), name, sha256, commit or revision,
+                                 None if local else revision))
 
 
 def _nonempty(loaded: LoadedCases) -> LoadedCases:

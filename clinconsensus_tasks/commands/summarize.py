@@ -24,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", metavar="DIR", help="also write cases.csv and summary.csv to DIR (default: none)")
     p.add_argument("--strict", action="store_true",
                    help="the release gate instead of tables: exit 1 unless every run is a release run: finished, the current "
-                        "task version, the public data at the pinned revision, every case, an independent judge named by the run, "
+                        "task version, the public data pinned to a hub commit, every case, an independent judge named by the run, "
                         "the official prompt per criterion, at most 1%% failed judgments (CliMedBench: unparseable answers), no "
                         "suspect answer, header numbers equal to the records' (inspect eval itself exits 0 whatever the status). "
                         "No environment variable changes the bar; the flags below do, and the verdict line prints them")
@@ -51,8 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(rows whose asks are not all equal) is at most X, from a finished check of at least 10 cases "
                         "(default: no bar)")
     p.add_argument("--data-sha256", metavar="SHA",
-                   help="with --strict: the run read a copy of the public file with this sha256 instead of the hub at the "
-                        "pinned revision (printed on the verdict line; default: the hub data at the pinned revision)")
+                   help="with --strict: the run read a copy of the public file with this sha256 instead of the hub pinned to "
+                        "a commit (printed on the verdict line; default: the hub data at the 40-hex commit the run was given)")
 
 
 # The options of the release gate (they mean nothing without --strict), and the bars that read a folder.

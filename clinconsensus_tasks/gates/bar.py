@@ -21,7 +21,7 @@ class ReleaseBar:
     """What the gate accepts: the release profile, loosened only by the command's own flags."""
 
     failure_share: float = RELEASE_FAILURE_SHARE
-    data_sha256: str = ""  # a copy of the public file named by its sha256, instead of the hub at the pinned revision
+    data_sha256: str = ""  # a copy of the public file named by its sha256, instead of the hub pinned to a commit
     allow_prompts: tuple[str, ...] = ()  # judge prompts or modes accepted besides the official one
     min_kappa: float | None = None  # --min-kappa: the judge's agreement with physicians (a review) at least this
     max_judge_bias: float | None = None  # --max-judge-bias: points; the judge's bias on rubric accuracy within +- this
@@ -49,7 +49,7 @@ class ReleaseBar:
     def accepts(self) -> str:
         """What this bar accepts, for the verdict line."""
         data = (f"data sha256 {self.data_sha256[:12]}... (--data-sha256)" if self.data_sha256 else
-                f"hub data at {HF_DATA_REVISION}" if HF_DATA_REVISION else "hub data (no revision pinned: name the file with --data-sha256)")
+                f"hub data at {HF_DATA_REVISION}" if HF_DATA_REVISION else "hub data at the commit the run was given")
         loosened = self.exceptions()
         physicians = "" if self.min_kappa is None else f", judge-physician kappa >= {self.min_kappa:g} at its interval's lower end (--min-kappa)"
         if self.max_judge_bias is not None:

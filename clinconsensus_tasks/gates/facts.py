@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, inspect_log_cases, read_case_records
 from clinconsensus_tasks.errors import ClinConsensusError
+from clinconsensus_tasks.judge.provenance import DATA_FIELDS
 from clinconsensus_tasks.log_files import (
     CLIMEDBENCH, CLINCONSENSUS, benchmark_of, ended_by_judge_policy, Found, find_logs, is_file, is_inspect_log, is_lmeval_results, is_lmeval_samples,
     lmeval_run_key, lmeval_task, read_inspect_log as read_eval,
@@ -40,7 +41,7 @@ class RunFacts:
     self_grading_allowed: bool = False
     selection: str = ""  # --limit / sample ids the run was given ("" for none)
     planned_cases: int | None = None  # cases in the data the run loaded
-    data: Mapping[str, str] = field(default_factory=dict)  # data_source, data_sha256, data_revision
+    data: Mapping[str, str] = field(default_factory=dict)  # judge.provenance.DATA_FIELDS
     header_metrics: Mapping[str, float] = field(default_factory=dict)
     thresholds: tuple[int, ...] = (7, 10)
     records: list[LoggedCase] = field(default_factory=list)  # ClinConsensus
@@ -87,7 +88,7 @@ def _inspect_facts(path: Path) -> RunFacts:
     facts.header_judges = tuple(m.model for r in ("grader", "local_grader") if r in roles
                                 for m in (roles[r] if isinstance(roles[r], list) else [roles[r]]))
     facts.self_grading_allowed = bool(args.get("allow_self_grading"))
-    facts.data = {k: str((spec.metadata or {}).get(k) or "") for k in ("data_source", "data_sha256", "data_revision")}
+    facts.data = {k: str((spec.metadata or {}).get(k) or "") for k in DATA_FIELDS}
     facts.thresholds = tuple(int(k) for k in args.get("thresholds") or (7, 10))
     facts.records = list(inspect_log_cases(log, path, skip_errored=True))  # the log read above: one read for header and cases
     facts.judges_per_case = max([len(r.graded.roles) for r in facts.records] + [2 if SECOND_ROLE in roles else 1])
@@ -154,7 +155,7 @@ def _lmeval_facts(results_path: Path, tasks: Sequence[str], samples: Mapping[str
     facts.header_judges = tuple(j["judge"] for j in named if isinstance(j, dict) and j.get("judge"))
     facts.records = read_case_records(path)
     first = _first_doc(path)
-    facts.data = {k: str((first.get("data_provenance") or {}).get(k) or "") for k in ("data_source", "data_sha256", "data_revision")}
+    facts.data = {k: str((first.get("data_provenance") or {}).get(k) or "") for k in DATA_FIELDS}
     facts.thresholds = reported_thresholds(facts.header_metrics) or (10, 7)
     facts.judges_per_case = max([len(r.graded.roles) for r in facts.records] + [1])
     return facts

@@ -8,9 +8,9 @@ that nothing in the run or its environment can lower. A release run (:data:`RELE
 finished              Inspect status ``success`` and no errored sample; lm-eval: results file and
                       samples file (``--log_samples``) both present
 current version       the task version the run recorded is this package's ``TASK_VERSION``
-the benchmark         ClinConsensus: the public file from the hub at the pinned revision
-                      (:data:`~clinconsensus_tasks.clinconsensus.dataset.HF_DATA_REVISION`), or a
-                      file whose sha256 the user names (``--data-sha256``); never the bundled
+the benchmark         ClinConsensus: the public file from the hub pinned to a commit (a run given
+                      a 40-hex ``revision``; a branch moves), or a file whose sha256 the user
+                      names (``--data-sha256``); never the bundled
                       synthetic sample. CliMedBench: not the bundled synthetic sample
 whole                 no ``--limit``/sample selection; every case of the data the run loaded
                       answered (empty answers within the failure bar) and judged by every
@@ -50,7 +50,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from clinconsensus_tasks.clinconsensus.dataset import HF_DATA_REVISION, HF_DATASET, sample_path
+from clinconsensus_tasks.clinconsensus.dataset import HF_DATA_REVISION, HF_DATASET, is_commit, sample_path
 from clinconsensus_tasks.judge.input_limit import OFFICIAL_CUT
 from clinconsensus_tasks.judge.official_template import OFFICIAL_PATH, OFFICIAL_SHA256
 from clinconsensus_tasks.log_files import CLIMEDBENCH
@@ -70,8 +70,10 @@ OFFICIAL_PROMPT = "official"
 OFFICIAL_SCRIPT = OFFICIAL_PATH.rsplit("/", 1)[-1]  # run_local_judge.py
 OFFICIAL_MODE = "per_criterion"
 STAND_IN_SERVER = "stand-in"  # judge.server_info: the kind of the project's own stand-in server
+HUB_COMMIT_HINT = (f"python -c \"from huggingface_hub import HfApi; print(HfApi().dataset_info('{HF_DATASET}', "
+                   "revision='main').sha)\"")
 RELEASE_PROFILE = (
-    "finished, current task version, the public data (hub at the pinned revision, or a named sha256), whole, "
+    "finished, current task version, the public data (hub pinned to a commit, or a named sha256), whole, "
     "an independent judge named by the run, the official prompt per criterion, failures <= 1%, no suspect "
     "answer, header numbers = records"
 )
@@ -124,14 +126,18 @@ def _data(run: RunFacts, bar: ReleaseBar) -> list[str]:
     if HF_DATASET not in source or not source.startswith("hf://"):
         return [f"data {source or '(not recorded)'} is not the public dataset from the hub: run with the hub data "
                 f"(Inspect -T data=hub), or name this file's sha256 if it is a copy of the public file (--data-sha256 {sha or 'SHA'})"]
-    if not HF_DATA_REVISION:
-        return [f"hub data at revision {revision or '(not recorded)'}, and this package pins no revision to check it "
-                f"against (dataset.HF_DATA_REVISION): if you checked the file, name the sha256 the run recorded "
-                f"(--data-sha256 {sha or 'SHA'})"]
-    if revision != HF_DATA_REVISION:
-        return [f"hub data at revision {revision or '(not recorded)'}, not the pinned {HF_DATA_REVISION}: run without a "
-                "revision setting (the default is the pinned one)"]
-    return []
+    requested = run.data.get("data_revision_requested", "")
+    if HF_DATA_REVISION and revision != HF_DATA_REVISION:
+        return [f"hub data at revision {revision or '(not recorded)'}, not the package's {HF_DATA_REVISION}: run without a "
+                "revision setting (the default is the package's)"]
+    if HF_DATA_REVISION or is_commit(requested) and revision in ("", requested):
+        return []
+    # A branch (the default one included) moves: the same command may read other data tomorrow.
+    resolved = f" (it read commit {revision})" if is_commit(revision) else ""
+    pin = revision if is_commit(revision) else "COMMIT"
+    return [f"hub data read at {requested or 'the default branch'}{resolved}, which moves: a release run is pinned to a "
+            f"commit; run again with -T revision={pin} (lm-eval: CLINCONSENSUS_DATA_REVISION={pin}; the commit a branch "
+            f"points at: {HUB_COMMIT_HINT}), or, if you checked the file, name its sha256 (--data-sha256 {sha or 'SHA'})"]
 
 
 def _sha256(path: Path) -> str:

@@ -58,6 +58,11 @@ def jurors_provenance(judges: list[tuple[str, str | None]], mode: str, prompt: d
             **prompt, "jurors": jurors}
 
 
+DATA_FIELDS = ("data_source", "data_sha256", "data_revision", "data_revision_requested")
+
+
 def data_provenance(loaded: Any) -> dict[str, str]:
-    """Source, sha256 of the file read and, for the hub, the resolved revision of a ``LoadedCases``."""
-    return {"data_source": loaded.source, "data_sha256": loaded.sha256 or "", "data_revision": getattr(loaded, "revision", None) or ""}
+    """Source, sha256 of the file read and, for the hub, the resolved revision of a ``LoadedCases``
+    and the revision the run asked for (a commit pins the data; a branch does not)."""
+    return {"data_source": loaded.source, "data_sha256": loaded.sha256 or "", "data_revision": getattr(loaded, "revision", None) or "",
+            "data_revision_requested": getattr(loaded, "requested_revision", None) or ""}

@@ -13,24 +13,46 @@ HUB = "hf://datasets/skylenage/ClinConsensus/data/clinconsensus_low.jsonl"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
-def hub_run(revision: str, sha: str = "ab" * 32) -> RunFacts:
-    return RunFacts("run.eval", "inspect", "clinconsensus", data={"data_source": HUB, "data_sha256": sha, "data_revision": revision})
+def hub_run(revision: str, sha: str = "ab" * 32, requested: str = "") -> RunFacts:
+    return RunFacts("run.eval", "inspect", "clinconsensus", data={"data_source": HUB, "data_sha256": sha, "data_revision": revision,
+                                                                  "data_revision_requested": requested})
 
 
-def test_hub_data_passes_only_at_the_pinned_revision(monkeypatch):
+def test_hub_data_passes_only_at_the_package_revision_when_the_package_has_one(monkeypatch):
     monkeypatch.setattr(release_gate, "HF_DATA_REVISION", COMMIT)
     assert release_gate._data(hub_run(COMMIT), ReleaseBar()) == []
     assert release_gate._data(hub_run("main"), ReleaseBar()) == [
-        f"hub data at revision main, not the pinned {COMMIT}: run without a revision setting (the default is the pinned one)"]
+        f"hub data at revision main, not the package's {COMMIT}: run without a revision setting (the default is the package's)"]
 
 
-def test_with_no_revision_pinned_a_hub_run_needs_its_file_named(monkeypatch):
+def test_with_no_revision_in_the_package_a_hub_run_given_a_commit_is_pinned_and_a_branch_is_not(monkeypatch):
+    # Issue 58 item 4: a hub commit hash names immutable content; a branch (the default one too) moves.
     monkeypatch.setattr(release_gate, "HF_DATA_REVISION", None)
     sha = "cd" * 32
-    assert release_gate._data(hub_run(COMMIT, sha), ReleaseBar()) == [
-        f"hub data at revision {COMMIT}, and this package pins no revision to check it against (dataset.HF_DATA_REVISION): "
-        f"if you checked the file, name the sha256 the run recorded (--data-sha256 {sha})"]
-    assert release_gate._data(hub_run(COMMIT, sha), ReleaseBar(data_sha256=sha)) == []
+    assert release_gate._data(hub_run(COMMIT, sha, requested=COMMIT), ReleaseBar()) == []
+    how = ("python -c \"from huggingface_hub import HfApi; print(HfApi().dataset_info('skylenage/ClinConsensus', "
+           "revision='main').sha)\"")
+    assert release_gate._data(hub_run(COMMIT, sha, requested="main"), ReleaseBar()) == [
+        f"hub data read at main (it read commit {COMMIT}), which moves: a release run is pinned to a commit; run again with "
+        f"-T revision={COMMIT} (lm-eval: CLINCONSENSUS_DATA_REVISION={COMMIT}; the commit a branch points at: {how}), or, "
+        f"if you checked the file, name its sha256 (--data-sha256 {sha})"]
+    assert release_gate._data(hub_run("", sha), ReleaseBar()) == [
+        f"hub data read at the default branch, which moves: a release run is pinned to a commit; run again with "
+        f"-T revision=COMMIT (lm-eval: CLINCONSENSUS_DATA_REVISION=COMMIT; the commit a branch points at: {how}), or, "
+        f"if you checked the file, name its sha256 (--data-sha256 {sha})"]
+    # A short hash or a tag is not a commit; a recorded commit other than the one asked for is not the pinned data.
+    assert release_gate._data(hub_run(COMMIT, sha, requested=COMMIT[:7]), ReleaseBar())
+    assert release_gate._data(hub_run("f" * 40, sha, requested=COMMIT), ReleaseBar())
+    assert release_gate._data(hub_run(COMMIT, sha, requested="main"), ReleaseBar(data_sha256=sha)) == []
+
+
+def test_a_run_records_the_revision_it_asked_for_beside_the_commit_it_read():
+    from clinconsensus_tasks.clinconsensus.dataset import LoadedCases, is_commit
+    from clinconsensus_tasks.judge.provenance import data_provenance
+
+    assert data_provenance(LoadedCases([], HUB, "ab" * 32, COMMIT, "main")) == {
+        "data_source": HUB, "data_sha256": "ab" * 32, "data_revision": COMMIT, "data_revision_requested": "main"}
+    assert [is_commit(r) for r in (COMMIT, COMMIT.upper(), COMMIT[:7], "main", "v1.0", None, "")] == [True, False, False, False, False, False, False]
 
 
 def test_the_bundled_sample_is_refused_even_when_named(monkeypatch):
