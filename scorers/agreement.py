@@ -18,6 +18,16 @@ judge's agreement, the jury, the audit, the physician review and the report.
   statistic, over the resamples where it is defined; it is undefined (NaN) when fewer than
   :data:`MIN_CASES` cases contribute to the statistic (every resample would be the one case again,
   and the interval would look exact).
+* **A sample without spread** (:func:`shows_spread`): whether a sample's values differ at all, the
+  one rule every place that derives a statistic or an interval from a sample's spread decides by
+  (the difference estimator of the physicians' estimate and the audit, the judge's share of a
+  headline's variance, a correlation). A standard error or a variance computed from equal values
+  comes out as 1e-17 or 1e-34, not 0 (a mean of 0.1's is not exactly 0.1), so "is it 0?" asked of
+  it is asked of rounding; the rule asks it of the values, with a tolerance far above rounding and
+  far below any real difference. Where an interval is a formula of that spread, a sample without
+  spread gives none (NaN): a zero-width interval from a sample would read as a figure known exactly.
+  The case bootstrap's percentile intervals are not such a formula and have no such rule (ten cases
+  agreeing on every row give kappa 1.0 in every resample that draws both classes).
 * **Samples of cases** (:func:`allocate`, :func:`stratified_draw`): the one stratified draw the
   audit and the physician review make, each with its own allocation rule.
 """
@@ -43,6 +53,26 @@ def t_quantile(df: float, level: float = LEVEL) -> float:
 
     return float(t.ppf(1 - (1 - level) / 2, df)) if df > 0 else math.nan
 MIN_CASES = 2  # the fewest contributing cases that give an interval
+
+#: Values of a sample closer than this share of their scale are one number. The values the project
+#: compares are shares, per-case terms and their sums and differences: computed through another sum
+#: or in another order they differ in their last bits (a few times 1e-16 of the largest magnitude
+#: they were computed from), while two values that really differ (ratios of counts of at most some
+#: thousands of rows) differ by at least 1e-7 of it.
+SAME_NUMBER = 1e-9
+
+
+def shows_spread(values: Iterable[float], scale: float = 0.0) -> bool:
+    """Whether a sample's ``values`` differ: their range (largest minus smallest) is above
+    :data:`SAME_NUMBER` times their scale, the largest magnitude among them or ``scale`` if larger
+    (the magnitude of what they were computed from: the difference of two shares near 0.55 carries
+    the shares' rounding, about 1e-16, whatever its own size). Fewer than two values show none, and
+    rounding cannot make equal values show any. Where this is False, a standard error or variance
+    computed from ``values`` is rounding, not a figure: no interval, no share of it."""
+    v = np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=float).ravel()
+    if v.size < 2:
+        return False
+    return bool(v.max() - v.min() > SAME_NUMBER * max(scale, float(np.abs(v).max())))
 
 
 @dataclass(frozen=True)
@@ -120,7 +150,7 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float:
     sxy = math.fsum((a - mx) * (b - my) for a, b in zip(x, y))
     sxx = math.fsum((a - mx) ** 2 for a in x)
     syy = math.fsum((b - my) ** 2 for b in y)
-    return sxy / math.sqrt(sxx * syy) if sxx and syy else math.nan
+    return sxy / math.sqrt(sxx * syy) if shows_spread(x) and shows_spread(y) else math.nan  # a constant side: sxx is rounding
 
 
 def verdict_report(c: Confusion) -> dict[str, float]:

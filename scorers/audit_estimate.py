@@ -22,6 +22,13 @@ well as 19 cases would, and 1.96 there covered 0.93 at best (bench/physician_est
 --small-campaign). Any per-case value works: a CACS@k term, a Pass@k indicator, a case's share of
 met criteria.
 
+A census (every stratum sampled whole) is known exactly: its interval is the estimate itself, with
+a standard error of 0. A sample is not: when no sampled stratum shows any spread in its differences
+(``scorers.agreement.shows_spread``: the two judges differ by the same amount on every sampled
+case of each stratum, most often by nothing), the variance is 0 only because the sample happened to
+show none, and the interval is undefined (NaN), never the zero-width interval the formula gives
+(or 1e-17 wide, as the differences of equal shares through sums come out).
+
 The kappa interval is the project's one case bootstrap (``scorers.agreement``): the 30 criteria
 of a case are graded from one answer and are not independent, so cases, not criteria, are the
 units resampled. The sample is its one stratified draw.
@@ -33,7 +40,7 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping
 
-from clinconsensus_tasks.scorers.agreement import Z_95, Interval, kappa_interval, stratified_draw, t_quantile
+from clinconsensus_tasks.scorers.agreement import Z_95, Interval, kappa_interval, shows_spread, stratified_draw, t_quantile
 
 __all__ = ["MIN_PER_STRATUM", "Z_95", "Interval", "difference_estimate", "kappa_interval", "stratified_sample"]
 
@@ -58,7 +65,10 @@ def difference_estimate(local: Mapping[str, float], api: Mapping[str, float], st
     criteria reviewed, rows left out): the factor (1 - n_h / N_h) is dropped, so a stratum sampled
     whole still carries the variance of its cases' values (the with-replacement variance, which
     is conservative for a two-stage sample). ``z``: the interval's multiplier; by default Student's
-    t with the design's degrees of freedom, the sampled cases less the strata."""
+    t with the design's degrees of freedom, the sampled cases less the strata. The interval is the
+    estimate itself for a census (every stratum sampled whole, ``finite_population``), and undefined
+    (NaN) for a sample whose sampled strata show no spread in their differences (see the module
+    docstring): that is the only undefined interval it returns."""
     missing = sorted(set(api) - set(local))
     if missing:
         raise ValueError(f"cases graded by the API judge but not by the local judge: {', '.join(missing[:5])}")
@@ -68,8 +78,10 @@ def difference_estimate(local: Mapping[str, float], api: Mapping[str, float], st
     total = len(local)
     estimate = variance = 0.0
     sampled = 0
+    census, spread = finite_population, False  # every stratum sampled whole; a sampled stratum whose differences differ
     for stratum, ids in groups.items():
-        diffs = [api[i] - local[i] for i in ids if i in api]
+        sampled_ids = [i for i in ids if i in api]
+        diffs = [api[i] - local[i] for i in sampled_ids]
         if len(diffs) < min(MIN_PER_STRATUM, len(ids)):
             raise ValueError(f"stratum {stratum!r}: {len(diffs)} of {len(ids)} cases graded by the API judge; "
                              f"need at least {MIN_PER_STRATUM} (or all) to estimate it")
@@ -77,10 +89,16 @@ def difference_estimate(local: Mapping[str, float], api: Mapping[str, float], st
         sampled += n
         d_mean = sum(diffs) / n
         estimate += weight * (sum(local[i] for i in ids) / len(ids) + d_mean)
+        census = census and n == len(ids)
         if n < len(ids) or (not finite_population and n > 1):
-            s2 = sum((d - d_mean) ** 2 for d in diffs) / (n - 1)
-            variance += weight**2 * ((1 - n / len(ids)) if finite_population else 1.0) * s2 / n
+            # the differences' rounding is that of the values they were taken from
+            if shows_spread(diffs, max(abs(v) for i in sampled_ids for v in (api[i], local[i]))):
+                spread = True
+                s2 = sum((d - d_mean) ** 2 for d in diffs) / (n - 1)
+                variance += weight**2 * ((1 - n / len(ids)) if finite_population else 1.0) * s2 / n
+    if not census and not spread:
+        return Interval.undefined(estimate)  # a sample that shows no spread: no interval, not a zero-width one
     if z is None:
         df = sampled - len(groups)
-        z = t_quantile(df) if df > 0 else Z_95  # no spread to estimate: a census, or one case a stratum (no variance)
+        z = t_quantile(df) if df > 0 else Z_95  # a census: no variance to multiply
     return Interval.around(estimate, math.sqrt(variance), z)

@@ -43,6 +43,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from clinconsensus_tasks.scorers.agreement import shows_spread
+
 MODELS: tuple[str, ...] = ("1PL", "2PL", "3PL")
 THETA_BOUNDS: tuple[float, float] = (-4.0, 4.0)
 
@@ -499,7 +501,7 @@ def recovery_report(true: ItemParams | Sequence[Any], fitted: ItemParams) -> dic
     for name, t, f in (("a", ta, fitted.a), ("b", tb, fitted.b), ("c", tc, fitted.c)):
         t = np.broadcast_to(np.asarray(t, dtype=float), np.shape(f))
         f = np.asarray(f, dtype=float)
-        corr = float(np.corrcoef(t, f)[0, 1]) if np.std(t) > 0 and np.std(f) > 0 else float("nan")
+        corr = float(np.corrcoef(t, f)[0, 1]) if shows_spread(t) and shows_spread(f) else float("nan")  # a constant side: no correlation
         out[name] = {
             "corr": corr,
             "rmse": float(np.sqrt(np.mean((f - t) ** 2))),

@@ -155,8 +155,10 @@ def physicians_estimate(judge_census: Mapping[str, float], reviewed: Mapping[str
     Returns the physicians' estimate and the judge's bias (judge minus physicians) as intervals,
     the judge's own figure, the cases and the design. The interval is undefined (NaN, with ``why``)
     from fewer than :data:`MIN_REVIEWED_CASES` reviewed cases, and when the reviewed cases show no
-    spread at all (every difference equal) short of a census of whole cases: a variance of 0 from a
-    sample is no evidence the judge's error is known."""
+    spread at all (``no_spread``: within each stratum every case's difference is the same, as
+    ``scorers.agreement.shows_spread`` decides from the differences, never from a standard error that
+    rounding makes 1e-17) short of a census of whole cases: a variance of 0 from a sample is no
+    evidence the judge's error is known."""
     cases = len(judge_census)
     n = len(reviewed)
     judge = math.fsum(judge_census.values()) / cases if cases else math.nan
@@ -166,7 +168,7 @@ def physicians_estimate(judge_census: Mapping[str, float], reviewed: Mapping[str
         raise ValueError(f"reviewed cases the run does not hold: {', '.join(unknown[:5])}")
     if n < MIN_REVIEWED_CASES:
         return {**out, "design": "", "physicians": Interval.undefined().to_dict(), "bias": Interval.undefined().to_dict(),
-                "why": f"{n} reviewed case(s): the estimate needs at least {MIN_REVIEWED_CASES}"}
+                "no_spread": False, "why": f"{n} reviewed case(s): the estimate needs at least {MIN_REVIEWED_CASES}"}
     sizes: dict[Hashable, int] = {}
     for case in judge_census:
         sizes[strata[case]] = sizes.get(strata[case], 0) + 1
@@ -178,13 +180,14 @@ def physicians_estimate(judge_census: Mapping[str, float], reviewed: Mapping[str
     # difference_estimate takes the reference's value of a case; the judge's census value plus the
     # case's difference on the reviewed rows makes (reference - census) that difference.
     reference = {case: judge_census[case] + phys - judged for case, (phys, judged) in reviewed.items()}
+    # A census of whole cases comes back exact; a sample whose differences show no spread comes back
+    # without an interval (difference_estimate's only undefined interval).
     physicians = difference_estimate(judge_census, reference, used, finite_population=whole_cases)
     design = stratum_names if stratified else ONE_STRATUM
-    census = whole_cases and n == cases
-    if physicians.stderr == 0 and not census:
+    if math.isnan(physicians.stderr):
         why = (f"the {n} reviewed cases show no spread in the judge's error (within each stratum every case's "
                "difference is the same): a sample without spread gives no interval; review more cases")
-        return {**out, "design": design, "physicians": Interval.undefined(physicians.estimate).to_dict(),
-                "bias": Interval.undefined(judge - physicians.estimate).to_dict(), "why": why}
+        return {**out, "design": design, "physicians": physicians.to_dict(),
+                "bias": Interval.undefined(judge - physicians.estimate).to_dict(), "no_spread": True, "why": why}
     bias = Interval(judge - physicians.estimate, physicians.stderr, judge - physicians.high, judge - physicians.low)  # the same t
-    return {**out, "design": design, "physicians": physicians.to_dict(), "bias": bias.to_dict(), "why": ""}
+    return {**out, "design": design, "physicians": physicians.to_dict(), "bias": bias.to_dict(), "no_spread": False, "why": ""}

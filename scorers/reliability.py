@@ -46,7 +46,7 @@ from itertools import combinations
 
 import numpy as np
 
-from clinconsensus_tasks.scorers.agreement import LEVEL, RESAMPLES, Z_95, Interval, bootstrap, case_draws, fleiss_interval
+from clinconsensus_tasks.scorers.agreement import LEVEL, RESAMPLES, Z_95, Interval, bootstrap, case_draws, fleiss_interval, shows_spread
 
 BY = ("subject", "difficulty")
 UP, DOWN = "up", "down"
@@ -178,7 +178,9 @@ def headline_noise(census: Mapping[str, int], asked: Mapping[str, Sequence[int]]
 
     Returns the headline, the cases-and-judge interval, the judge's part (with its interval), the
     total and the cases' part of the variance, the judge's share of it and the judge-alone
-    interval; NaN where the asks cannot tell (no asked case with two asks; the intervals: fewer than two)."""
+    interval; NaN where the asks cannot tell (no asked case with two asks; the intervals: fewer than two),
+    and the judge's share where the run's values show no spread (``scorers.agreement.shows_spread``:
+    a total variance of 0 has no share)."""
     counts = np.array(list(census.values()), dtype=int)
     n = len(counts)
     table = np.array([term(m) for m in range(n_criteria + 1)], dtype=float)
@@ -186,7 +188,10 @@ def headline_noise(census: Mapping[str, int], asked: Mapping[str, Sequence[int]]
     # The run's headline as the report has it (each case's terms with its own judged count, its epochs
     # averaged): the interval's estimate; the census's mean where the interval has none.
     headline = cases_and_judge.estimate if math.isfinite(cases_and_judge.estimate) else (float(math.fsum(values) / n) if n else math.nan)
-    total = float(values.var(ddof=1)) if n > 1 else math.nan
+    # Equal values have no variance, and no share of it is the judge's: numpy's variance of equal
+    # values is rounding (1e-34 for 0.1's), which would make the share 0 or 1.
+    spread = shows_spread(values)
+    total = (float(values.var(ddof=1)) if spread else 0.0) if n > 1 else math.nan
     # g[d]: the mean over the run's records of (term(m) - term(m + d))^2 / 2, for every difference d
     held = np.bincount(np.clip(counts, 0, n_criteria), minlength=n_criteria + 1) / max(n, 1)
     support = np.arange(n_criteria + 1)
@@ -202,7 +207,7 @@ def headline_noise(census: Mapping[str, int], asked: Mapping[str, Sequence[int]]
         Interval.undefined(cases=0)
     part = judge.estimate
     defined = math.isfinite(part) and math.isfinite(total)
-    share = min(1.0, part / total) if defined and total > 0 else math.nan  # no variance: no share of it
+    share = min(1.0, part / total) if defined and spread else math.nan  # no variance: no share of it
     cases_part = max(0.0, total - part) if defined else math.nan
     # The check knows the judge's part only so well: the judge-alone interval is drawn from the upper
     # end of the part's own interval (bench/judge_noise.py: its point estimate under-covers a 2% judge).

@@ -6,7 +6,9 @@ against a physicians' review (``run_records.review_score.run_agreement``, in ``R
 * :func:`min_kappa` (``--min-kappa X``): the LOWER END of the judge-physician kappa's 95% interval
   at least X, from at least :data:`GATE_MIN_CASES` reviewed cases and :data:`GATE_MIN_ROWS` rows;
 * :func:`judge_bias` (``--max-judge-bias X``): the interval of the judge's bias on rubric accuracy
-  (its headline minus the physicians' estimate over every case) within +-X points.
+  (its headline minus the physicians' estimate over every case) within +-X points; a review whose
+  reviewed cases show no spread gives no interval (``physician_review.physicians_estimate``'s
+  ``no_spread``), and is refused as such, never passed on a zero-width interval.
 
 A refusal says which kind it is: the judge falls short (the whole interval lies past the bar: no
 review of any size would pass it, so the judge must change), or the review is too small to show it
@@ -121,6 +123,10 @@ def judge_bias(run: RunFacts, bar: ReleaseBar) -> list[str]:
         return [f"{estimate_text(run.physicians)}: the judge falls short: its whole bias interval [{points(low)}, {points(high)}] lies "
                 f"beyond +-{x:g} points (--max-judge-bias), so no review of any size would show it within; correct the judge "
                 "(another model or prompt) and review it again"]
+    if est and est.get("no_spread") and est["reviewed_cases"] >= GATE_MIN_CASES:
+        return [f"{estimate_text(run.physicians)}: the review shows no spread, so there is no interval of the judge's bias for "
+                f"--max-judge-bias {x:g} to pass; more reviewed cases give one once their differences differ, and a review of "
+                "every case of the run with every criterion (a census) gives the exact figure"]
     if not est or undefined(est["bias"]["low"]) or est["reviewed_cases"] < GATE_MIN_CASES:
         return [f"{estimate_text(run.physicians)}: too small a review to show the judge's bias within +-{bar.max_judge_bias:g} "
                 f"points (the gate reads an interval from at least {GATE_MIN_CASES} reviewed cases; docs/review.md's simulation "

@@ -19,7 +19,8 @@ HEADERS = {"percent_agreement": "agreement", "kappa": "Cohen's kappa", "macro_f1
 
 def estimate_rows(judges: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     """Each run's headline metrics over every case: the judge's, the physicians' estimate and the
-    judge's bias (points), with their intervals; what ``review score`` and the report show."""
+    judge's bias (points), with their intervals; what ``review score`` and the report show. The last
+    column names the design, and why an estimate has no interval where it has none."""
     rows = []
     for j in judges:
         est = j.get("physicians_estimate")
@@ -28,7 +29,7 @@ def estimate_rows(judges: Sequence[Mapping[str, Any]]) -> list[list[str]]:
             bias_text = "n/a" if undefined(bias["estimate"]) else (
                 points(bias["estimate"]) + (" [no interval]" if undefined(bias["low"]) else f" [{points(bias['low'])}, {points(bias['high'])}]"))
             rows.append([f"{j['run']} · {j['title']}", name, f"{m['judge']:.3f}", interval_text(m["physicians"]), bias_text,
-                         f"{m['reviewed_cases']} of {m['cases']}", m["design"] or m["why"]])
+                         f"{m['reviewed_cases']} of {m['cases']}", ": ".join(t for t in (m["design"], m["why"]) if t)])
     return rows
 
 

@@ -19,6 +19,7 @@ from clinconsensus_tasks.scorers.agreement import (
     pearson,
     percent_agreement,
     precision_recall_f1,
+    shows_spread,
     verdict_report,
 )
 
@@ -78,3 +79,22 @@ def test_pearson():
     x, y = [3, 10, 17, 22, 30], [5, 9, 18, 20, 27]
     assert pearson(x, y) == pytest.approx(pearsonr(x, y).statistic, abs=1e-12)
     assert math.isnan(pearson([1, 1, 1], [1, 2, 3])) and math.isnan(pearson([1], [2]))
+
+
+def test_a_sample_without_spread_is_told_from_its_values_not_from_rounding():
+    import numpy as np
+
+    # Equal values whose variance rounding makes non-zero: numpy's mean of seven 0.1's is not 0.1.
+    tenths = np.full(7, 0.1)
+    assert tenths.var(ddof=1) == 2.2469182684517753e-34 and tenths.std(ddof=1) > 0
+    assert not shows_spread(tenths) and not shows_spread([0.553] * 12)
+    # Differences of equal shares taken through a sum: (0.553 + 0.3) - 0.3 - 0.553 is -1.1e-16, not 0. Alone
+    # they are far apart for their own size; at the scale of the shares they came from they are one number.
+    noise = [(c + 0.3) - 0.3 - c for c in (0.7, 0.1, 0.9, 0.553)]
+    assert noise == [0.0, 2.7755575615628914e-17, -1.1102230246251565e-16, -1.1102230246251565e-16]
+    assert shows_spread(noise) and not shows_spread(noise, scale=1.0)
+    # Real differences, down to one row in thousands, and fewer than two values
+    assert shows_spread([0.1, 0.2]) and shows_spread([0.5, 0.5 + 1 / 3000], scale=1.0) and shows_spread([-1e-3, 0.0])
+    assert not shows_spread([0.553]) and not shows_spread([]) and not shows_spread([0.0, 0.0, -0.0])
+    # Pearson's correlation with a constant side is undefined, however its sum of squares rounds
+    assert math.isnan(pearson([0.7] * 3, [1, 2, 4])) and math.isnan(pearson([0.1] * 7, [1, 2, 3, 4, 5, 6, 9]))

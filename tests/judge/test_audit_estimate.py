@@ -82,3 +82,30 @@ def test_stratified_sample_takes_a_share_of_each_stratum_reproducibly():
     assert any(stratified_sample(strata, 0.3, seed=s) != chosen for s in range(8, 12))  # the seed does
     with pytest.raises(ValueError, match="audit share"):
         stratified_sample(strata, 0.0, seed=1)
+
+
+def test_a_sample_without_spread_gives_no_interval_however_its_differences_round():
+    # 20 cases in one stratum, local 0.0 to 0.6; 10 audited, the API judge 0.3 above the local one on
+    # each: every difference is 0.3, but (v + 0.3) - v comes out 0.3 give or take 1e-16, so the
+    # formula's standard error is about 1e-17, not 0, and its interval a zero-width [0.59, 0.59].
+    local = {f"c{i:02d}": (i % 7) / 10 for i in range(20)}
+    api = {c: local[c] + 0.3 for c in sorted(local)[:10]}
+    diffs = [api[c] - local[c] for c in api]
+    mean = sum(diffs) / 10
+    assert 0 < math.sqrt((1 - 10 / 20) * sum((d - mean) ** 2 for d in diffs) / 9 / 10) < 1e-16  # what the formula gives
+    result = difference_estimate(local, api, dict.fromkeys(local, "s"))
+    assert result.estimate == pytest.approx(sum(local.values()) / 20 + 0.3)
+    assert math.isnan(result.stderr) and math.isnan(result.low) and math.isnan(result.high)  # no interval, not a zero-width one
+    # One audited case 0.2 further: differences 0.3 (9 times) and 0.5, mean 0.32, s^2 = (9 * 0.02^2 + 0.18^2) / 9 = 0.004,
+    # variance (1 - 10/20) * 0.004 / 10 = 0.0002; Student's t with 10 - 1 = 9 degrees of freedom.
+    api["c00"] += 0.2
+    result = difference_estimate(local, api, dict.fromkeys(local, "s"))
+    t_9 = 2.2621571627409915
+    assert result.estimate == pytest.approx(sum(local.values()) / 20 + 0.32) and result.stderr == pytest.approx(math.sqrt(0.0002))
+    assert (result.low, result.high) == pytest.approx((result.estimate - t_9 * math.sqrt(0.0002), result.estimate + t_9 * math.sqrt(0.0002)))
+    # A census is known exactly, spread or none: its interval is the estimate, with a standard error of 0.
+    every = {c: v + 0.3 for c, v in local.items()}
+    census = difference_estimate(local, every, dict.fromkeys(local, "s"))
+    assert census.stderr == 0.0 and census.low == census.high == census.estimate
+    # Drawn criteria (finite_population=False): a stratum reviewed whole is still a sample, and without spread gives none.
+    assert math.isnan(difference_estimate(local, every, dict.fromkeys(local, "s"), finite_population=False).stderr)

@@ -121,6 +121,21 @@ def test_a_judge_that_never_changes_has_no_noise():
     assert (found["judge_alone"]["low"], found["judge_alone"]["high"]) == (0.75, 0.75)
 
 
+def test_equal_values_have_no_variance_to_share_however_numpy_rounds_it():
+    # Seven records that each met 3 of 30 criteria: every value 0.1, whose variance numpy gives as
+    # 2.2e-34. The judge's part is positive (one asked record moved 3 to 4): its share of a total
+    # variance of 0 is undefined, not min(1, part / 2.2e-34) = 1.0; with a steady judge, not 0 / 2.2e-34 = 0.0.
+    census = {f"r{i}": 3 for i in range(7)}
+    case_of = {k: k for k in census}
+    assert np.full(7, 0.1).var(ddof=1) > 0
+    moved = headline_noise(census, {"r0": [3, 3], "r1": [3, 4], "r2": [3, 3]}, case_of, lambda m: m / 30, Interval.undefined(),
+                           resamples=50)
+    assert moved["variance"]["judge"]["estimate"] > 0 and moved["variance"]["total"] == 0.0 and moved["variance"]["cases"] == 0.0
+    assert math.isnan(moved["judge_share"])
+    steady = headline_noise(census, {"r0": [3, 3], "r1": [3, 3]}, case_of, lambda m: m / 30, Interval.undefined(), resamples=50)
+    assert steady["variance"]["total"] == 0.0 and steady["variance"]["cases"] == 0.0 and math.isnan(steady["judge_share"])
+
+
 # -- the edits ------------------------------------------------------------------------------------
 
 

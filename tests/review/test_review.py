@@ -721,6 +721,79 @@ def test_an_estimate_from_drawn_criteria_or_without_spread_is_not_exact(tmp_path
     assert est["physicians"]["estimate"] == 0.5 and math.isnan(est["physicians"]["low"]) and "show no spread" in est["why"]
 
 
+# -- no interval from a review without spread (issue 58, item 6) -----------------------------------------
+
+SHARES = (3, 7, 1, 9, 6, 7)  # the judge's met criteria of 10, case by case: rubric accuracy 0.3 to 0.9, 0.55 over the run
+
+
+def judge_of_shares(case: str, i: int) -> bool:
+    return i < SHARES[int(case[1:]) % len(SHARES)]
+
+
+NO_SPREAD_WHY = ("the 12 reviewed cases show no spread in the judge's error (within each stratum every case's difference is the same): "
+                 "a sample without spread gives no interval; review more cases")
+
+
+def test_a_review_agreeing_on_every_row_gives_no_bias_interval_and_the_gate_refuses_it(tmp_path, capsys):
+    # 24 cases, 12 reviewed on 3 drawn criteria each, the physicians labelling exactly what the judge
+    # said: every reviewed case's difference is 0. The estimator is given each case's reference as the
+    # judge's census value plus the case's difference, (c + p) - p, and takes the difference back: a
+    # case at 0.7 with 2 of its 3 drawn criteria met gives 1.1e-16, not 0. The formula's standard error
+    # came out about 2e-17, not 0, and the gate passed a zero-width interval: "physicians' estimate
+    # 0.550 [0.550, 0.550], judge's bias +0.0 points [+0.0, +0.0]" within +-2 points.
+    run = twelve_cases(judge_of_shares, count=24)
+    folder = export(tmp_path, [run], cases=12, criteria_per_case=3)
+    fill_xlsx(folder / "physician_1.xlsx", judge_of_shares)
+    rows: dict[str, list[int]] = {}
+    for item in key_of(folder)["items"].values():
+        rows.setdefault(item["case_id"], []).append(int(item["criterion_id"][1:]))
+    census = {f"d{n:02d}": SHARES[n % len(SHARES)] / N for n in range(24)}
+    shares = {c: sum(judge_of_shares(c, i) for i in ids) / len(ids) for c, ids in rows.items()}
+    d = [(census[c] + shares[c] - shares[c]) - census[c] for c in rows]
+    assert len(d) == 12 and 0 < math.sqrt(sum((x - sum(d) / 12) ** 2 for x in d) / 11 / 12) < 1e-16  # the rounding, reproduced
+    found = run_agreement(run.records, load_review(folder), n_criteria=N)
+    est = found["physicians_estimate"]["metrics"]["rubric_accuracy"]
+    assert est["judge"] == est["physicians"]["estimate"] == pytest.approx(0.55) and est["bias"]["estimate"] == 0.0
+    assert all(math.isnan(est[side][k]) for side in ("physicians", "bias") for k in ("stderr", "low", "high"))
+    assert est["no_spread"] is True and est["why"] == NO_SPREAD_WHY and est["reviewed_cases"] == 12
+    facts = RunFacts("run.eval", "inspect", CLINCONSENSUS, physicians=found)
+    assert [p for p in run_problems(facts, ReleaseBar(max_judge_bias=2)) if "bias" in p] == [
+        f"rubric accuracy: judge 0.550, physicians' estimate 0.550 [no interval: {NO_SPREAD_WHY}]: the review shows no spread, so "
+        "there is no interval of the judge's bias for --max-judge-bias 2 to pass; more reviewed cases give one once their "
+        "differences differ, and a review of every case of the run with every criterion (a census) gives the exact figure"]
+    # review score: n/a in the table with the reason beside it, null in --json
+    assert cli_main(["review", "score", str(folder), "--json"]) == 0
+    (judge,) = strict_json(capsys.readouterr().out)["judges"]
+    ra = judge["physicians_estimate"]["metrics"]["rubric_accuracy"]
+    assert ra["physicians"]["low"] is None and ra["bias"]["low"] is None and ra["bias"]["stderr"] is None and ra["no_spread"] is True
+    assert cli_main(["review", "score", str(folder)]) == 0
+    (line,) = [t for t in capsys.readouterr().out.splitlines() if "rubric_accuracy" in t]
+    assert "0.550 [no interval]" in line and "+0.0 [no interval]" in line and f"subject x difficulty: {NO_SPREAD_WHY}" in line
+
+
+def test_a_review_with_spread_still_gives_its_bias_interval_and_the_gate_reads_it(tmp_path):
+    # The same review, the physicians differing from the judge on one drawn row: that case's difference
+    # is -1/3 (the judge met, the physicians not), the other eleven 0. Drawn criteria: no finite-population
+    # factor. Mean -1/36; s^2 = ((1/3 - 1/36)^2 + 11 (1/36)^2) / 11 = 1/108; variance 1/108 / 12 = 1/1296,
+    # standard error 1/36; Student's t with 12 - 1 = 11 degrees of freedom, 2.20099.
+    run = twelve_cases(judge_of_shares, count=24)
+    folder = export(tmp_path, [run], cases=12, criteria_per_case=3)
+    items = sorted((item["case_id"], int(item["criterion_id"][1:])) for item in key_of(folder)["items"].values())
+    flipped = next((c, i) for c, i in items if judge_of_shares(c, i))
+    fill_xlsx(folder / "physician_1.xlsx", lambda c, i: judge_of_shares(c, i) != ((c, i) == flipped))
+    found = run_agreement(run.records, load_review(folder), n_criteria=N)
+    est = found["physicians_estimate"]["metrics"]["rubric_accuracy"]
+    t_11 = 2.200985160082949
+    assert est["no_spread"] is False and est["why"] == ""
+    assert est["physicians"]["estimate"] == pytest.approx(0.55 - 1 / 36) and est["physicians"]["stderr"] == pytest.approx(1 / 36)
+    assert (est["bias"]["low"], est["bias"]["high"]) == pytest.approx((1 / 36 - t_11 / 36, 1 / 36 + t_11 / 36))
+    facts = RunFacts("run.eval", "inspect", CLINCONSENSUS, physicians=found)
+    assert [p for p in run_problems(facts, ReleaseBar(max_judge_bias=9)) if "bias" in p] == []  # [-3.3, +8.9] within +-9
+    assert [p for p in run_problems(facts, ReleaseBar(max_judge_bias=2)) if "bias" in p] == [
+        "rubric accuracy: judge 0.550, physicians' estimate 0.522 [0.461, 0.583], judge's bias +2.8 points [-3.3, +8.9] from 12 of "
+        "24 cases reviewed (subject x difficulty): the bias interval [-3.3, +8.9] is not within +-2 points (--max-judge-bias)"]
+
+
 def test_every_case_has_the_same_chance_of_being_reviewed():
     # 30 cases from 36 uneven subjects: proportional quotas are mostly below one. Largest remainders
     # would give the same subjects the spare draws every time (some cases never reviewed, the
