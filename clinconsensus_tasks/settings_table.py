@@ -66,7 +66,7 @@ SETTINGS: tuple[Setting, ...] = (
     # -- ClinConsensus: data and scoring --
     Setting("data", "str", "hub", "`hub` (skylenage/ClinConsensus), `sample` (bundled synthetic cases) or a .jsonl/.parquet path",
             env="CLINCONSENSUS_DATA", metadata="data", inspect="data"),
-    Setting("revision", "str", "the pinned revision, else the default branch", "hub revision (branch, tag or commit) of `hub`",
+    Setting("revision", "str", "the default branch (the package pins no revision)", "hub revision (branch, tag or commit) of `hub`",
             env="CLINCONSENSUS_DATA_REVISION", metadata="revision", inspect="revision"),
     Setting("n_criteria", "int", "30", "expected criteria per case (N in CACS)", env="CLINCONSENSUS_N_CRITERIA",
             metadata="n_criteria", inspect="n_criteria"),

@@ -5,7 +5,7 @@ Why: the names an item reports (its scenario's metric, ``score``, ``parse_failur
 ``process_results`` builds them, and the task version in the Inspect task and the generator
 (which disagreed with the docs). Both read this table now: :class:`ItemResult.lmeval_metrics`
 (``item_result.py``) and ``task_configs/climedbench/_generate_configs.py``. Every value is a mean
-over the items that report it (lm-eval's built-in ``mean``, so it reports the standard error);
+over the items that report it (lm-eval: ``case_mean``, with the standard error of its own ``mean``);
 groups and the overall score are unweighted means over scenarios (``scenarios.summarize``).
 Values are fractions (Kendall's tau can be negative), printed with four decimals.
 
