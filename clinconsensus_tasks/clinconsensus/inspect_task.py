@@ -53,6 +53,7 @@ from clinconsensus_tasks.judge.inspect_calls import (
     probe_call_config,
     single_client_attempt,
 )
+from clinconsensus_tasks.scorers.clinconsensus.explanation import case_explanation
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import classify
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
@@ -305,18 +306,10 @@ def rubric_scorer(
         if local is not None:
             record = record.with_role(SECOND_ROLE, graded[-1])
         record = replace(record, answer_truncated=truncated, thinking_removed=seen.thinking_removed or (reasoned and not judge_sees_thinking))
-        note = f"{record.met}/{record.judged} criteria met" + (f", {record.failures} failed judgment(s)" if record.failures else "")
-        if record.answer_empty:
-            note = "empty answer: no criterion met (not sent to the judge)"
-        if record.suspect:
-            note += f"; suspect answer ({', '.join(record.suspect)})"
-        local_result = record.role_result(SECOND_ROLE)
-        if local_result is not None:
-            note += f"; local judge: {local_result.met}/{local_result.judged} met"
         return Score(
             value={"met": record.met, "judged": record.judged, "failures": record.failures, "empty": int(record.answer_empty)},
             answer=answer,
-            explanation=note,
+            explanation=case_explanation(record, rubrics),  # what a reader sees in Inspect View: every criterion's verdict and reason
             metadata={**record.to_dict(), **judges_provenance(graders, local, judge_mode, prompt_info)},
         )
 

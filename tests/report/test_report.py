@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from browser import require_browser
+
 from clinconsensus_tasks.commands.report import add_arguments as add_report_arguments, main as main_report
 from clinconsensus_tasks.report.html_report import build_report
 from clinconsensus_tasks.log_files import model_display_name as row_name
@@ -62,8 +64,8 @@ def runs(server, tmp_path_factory):
             (clinconsensus(data="sample", thresholds=[5, 7, 10]), "openai-api/cand/cand-model", {"grader": "openai-api/judge/judge-model"}),
             (clinconsensus(data="sample"), "openai-api/cand/dual-model",
              {"grader": "openai-api/judge/judge-model", "local_grader": "openai-api/judge/judge-alt"}),
-            (climedbench(scenarios=",".join(CLIMEDBENCH_SCENARIOS)), "openai-api/cand/examinee-1", None),
-            (climedbench(scenarios=",".join(CLIMEDBENCH_SCENARIOS)), "openai-api/cand/examinee-2", None),
+            (climedbench(data_dir="sample", scenarios=",".join(CLIMEDBENCH_SCENARIOS)), "openai-api/cand/examinee-1", None),
+            (climedbench(data_dir="sample", scenarios=",".join(CLIMEDBENCH_SCENARIOS)), "openai-api/cand/examinee-2", None),
         ]
         logs = {}
         for i, (task, model, roles) in enumerate(plans):
@@ -310,13 +312,7 @@ def test_renders_in_headless_chromium(runs, tmp_path):
 
 
 def _require_browser() -> None:
-    """Fail (not skip) without Chromium and a CJK font: a skipped browser test would let a report
-    that no browser can render pass in any install, editable or not."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} not installed: run .ci/install_report_deps.sh (Debian, as root)")
-    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout if shutil.which("fc-list") else ""
-    if "Noto Sans CJK" not in fonts:
-        pytest.fail("no Noto Sans CJK font: run .ci/install_report_deps.sh (Debian, as root)")
+    require_browser()
 
 
 LONG_NAMES = ["openai-api/vllm-cluster-a/Qwen/Qwen3-235B-A22B-Instruct-2507-FP8-long-context",
