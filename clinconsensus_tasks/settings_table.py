@@ -121,7 +121,8 @@ SETTINGS: tuple[Setting, ...] = (
     _judge("STRUCTURED_OUTPUT", "bool", "false", "send response_format with the verdict's JSON schema", "judge_structured_output"),
     _judge("BATCH", "bool", "false", "first attempts through the provider's batch API at half price", "(--batch)"),
     # -- CliMedBench --
-    Setting("climedbench_data_dir", "str", "the bundled synthetic sample", "folder with one <CODE>.jsonl per scenario",
+    Setting("climedbench_data_dir", "str", "required", "folder with one <CODE>.jsonl per scenario (the data is not public: "
+            "its authors give it on request), or `sample` (bundled synthetic items); unset, a run refuses",
             benchmark="climedbench", env="CLIMEDBENCH_DATA_DIR", metadata="data_dir", inspect="data_dir"),
     Setting("similarity_model", "str", "cyclone/simcse-chinese-roberta-wwm-ext at its pinned commit",
             "sentence-transformers model of WTD (hub id[@revision] or folder)", benchmark="climedbench",

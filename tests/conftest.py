@@ -32,6 +32,7 @@ def fake_server(server, monkeypatch, tmp_path):
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_BASE_URL", server.base_url)
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_API_KEY", "test-key")
     monkeypatch.setenv("CLINCONSENSUS_DATA", "sample")
+    monkeypatch.setenv("CLIMEDBENCH_DATA_DIR", "sample")  # lm-eval: the bundled sample, by name (unset, a run refuses)
     monkeypatch.delenv("CLINCONSENSUS_JUDGE_MODE", raising=False)
     monkeypatch.delenv("CLINCONSENSUS_JUDGE_MODEL", raising=False)
     # The stand-in server knows the project's prompts; tests of the official template and of

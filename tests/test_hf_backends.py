@@ -105,7 +105,7 @@ def test_clinconsensus_through_both_hf_backends(fake_server, tiny_chat_lm, tmp_p
 def test_climedbench_through_both_hf_backends(fake_server, tiny_chat_lm, tmp_path):
     from clinconsensus_tasks.climedbench.inspect_task import climedbench_bkt
 
-    inspect_metrics, inspect_texts, _ = inspect_answers(climedbench_bkt(), tiny_chat_lm, tmp_path)
+    inspect_metrics, inspect_texts, _ = inspect_answers(climedbench_bkt(data_dir="sample"), tiny_chat_lm, tmp_path)
     lmeval_results, lmeval_texts, _ = lmeval_answers("climedbench_bkt", tiny_chat_lm)
     assert inspect_texts == lmeval_texts
     assert inspect_metrics["accuracy"] == lmeval_results["accuracy,answer"]

@@ -374,7 +374,7 @@ def test_climedbench_runs_in_a_bucket_robustness_and_report_baseline(fake_server
 
     for name, variant, model in (("clean", "clean", "cand-model"), ("perturbed", "perturbed", "cand-model"),
                                  ("other", "clean", "examinee-2")):
-        log = inspect_eval(climedbench(scenarios="ID1,BKT,SSO", variant=variant), model=f"openai-api/cand/{model}",
+        log = inspect_eval(climedbench(data_dir="sample", scenarios="ID1,BKT,SSO", variant=variant), model=f"openai-api/cand/{model}",
                            log_dir=bucket.url(f"cmb/{name}"), display="none")[0]
         assert log.status == "success", log.error
     bucket.fs.get(f"{bucket.name}/cmb", str(tmp_path / "cmb"), recursive=True)

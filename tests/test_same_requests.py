@@ -75,7 +75,7 @@ def test_clinconsensus_candidate_requests_are_equal_in_both_frameworks(fake_serv
 def test_climedbench_candidate_requests_are_equal_and_overridable_in_both_frameworks(fake_server, tmp_path):
     from clinconsensus_tasks.climedbench.inspect_task import climedbench_bkt
 
-    inspect_side = inspect_bodies(fake_server, tmp_path, climedbench_bkt(), climedbench_answer)
+    inspect_side = inspect_bodies(fake_server, tmp_path, climedbench_bkt(data_dir="sample"), climedbench_answer)
     lmeval_side = lmeval_bodies(fake_server, "climedbench_bkt", climedbench_answer)
     declared = {"max_tokens": 1024, "temperature": 0.0, "seed": 1234}
     assert CLIMEDBENCH.max_tokens == 1024
@@ -83,7 +83,7 @@ def test_climedbench_candidate_requests_are_equal_and_overridable_in_both_framew
 
     # Each framework's own override reaches the request: Inspect's generate options (--temperature,
     # --max-tokens, --seed), lm-eval's --gen_kwargs and the API backend's seed model argument.
-    inspect_side = inspect_bodies(fake_server, tmp_path, climedbench_bkt(), climedbench_answer, temperature=0.5, max_tokens=64, seed=7)
+    inspect_side = inspect_bodies(fake_server, tmp_path, climedbench_bkt(data_dir="sample"), climedbench_answer, temperature=0.5, max_tokens=64, seed=7)
     lmeval_side = lmeval_bodies(fake_server, "climedbench_bkt", climedbench_answer,
                                 gen_kwargs="temperature=0.5,do_sample=true,max_gen_toks=64", model_args={"seed": 7})
     overridden = {"max_tokens": 64, "temperature": 0.5, "seed": 7}

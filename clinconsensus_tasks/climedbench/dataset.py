@@ -2,8 +2,12 @@
 
 The official data is not public (available from its authors on request), so the project defines
 the file layout: a directory with one JSONL file per scenario, named by its code (``ID1.jsonl``
-... ``CS.jsonl``); see this folder's README.md for the fields. Without a directory (Inspect ``data_dir``,
-lm-eval ``CLIMEDBENCH_DATA_DIR``) the bundled synthetic sample is used, and the run says so.
+... ``CS.jsonl``); see this folder's README.md for the fields. A run names its data (Inspect
+``-T data_dir=``, lm-eval ``CLIMEDBENCH_DATA_DIR``): a folder, or ``sample`` for the bundled
+synthetic sample, asked for by name as ClinConsensus's ``data=sample`` is. Unset, a run refuses
+with :data:`NO_DATA` (:func:`chosen_data_dir`): synthetic items never score by default.
+:func:`load_scenario` itself still reads the sample for ``None``: the project's own readers (the
+release gate's check of bundled items, the adaptive-testing commands) call it so.
 
 Every item is validated before it is sent anywhere; problems are reported together, each naming
 the file, line, id and field. Ids, blank text and lone surrogates get the same checks as
@@ -23,12 +27,21 @@ from typing import Any
 
 from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.record_files import read_jsonl
-from clinconsensus_tasks.errors import DataSourceError, DataValidationError
+from clinconsensus_tasks.errors import ConfigurationError, DataSourceError, DataValidationError
 from clinconsensus_tasks.scorers.climedbench.scenarios import CHOICE, KEYWORDS, ORDER, SCENARIOS, SIMILARITY, Scenario
 from clinconsensus_tasks.text_checks import is_blank, is_duplicate, surrogate_problems
 
 ENV_DATA_DIR = settings_table.setting("climedbench_data_dir").env
+SAMPLE = "sample"  # the data setting's value that asks for the bundled synthetic sample
 SAMPLE_NOTE = "synthetic sample bundled with clinconsensus-tasks (not CliMedBench data)"
+# What a run without a data setting says (one line: Inspect prints it alone, lm-eval as its error).
+NO_DATA = (
+    "CliMedBench: no data folder given, and its data is not public: the CliMedBench authors give it on request "
+    "(arXiv 2410.03502). Lay it out as one JSONL file per scenario (ID1.jsonl ... CS.jsonl; the Data section of "
+    "clinconsensus_tasks/climedbench/README.md) and give the folder: Inspect `-T data_dir=DIR`, lm-eval "
+    f"`{ENV_DATA_DIR}=DIR`. To run the bundled synthetic sample on purpose (its scores say nothing about a model): "
+    f"`-T data_dir={SAMPLE}` / `{ENV_DATA_DIR}={SAMPLE}`."
+)
 
 
 @dataclass(frozen=True)
@@ -43,15 +56,25 @@ def sample_dir() -> Path:
     return Path(str(resources.files("clinconsensus_tasks.data").joinpath("climedbench")))
 
 
+def chosen_data_dir(data_dir: str | None) -> str:
+    """A run's data setting (Inspect ``data_dir``, lm-eval ``CLIMEDBENCH_DATA_DIR``): a folder or
+    ``sample``. Unset or blank: :class:`ConfigurationError` with :data:`NO_DATA`."""
+    if data_dir is None or not str(data_dir).strip():
+        raise ConfigurationError(NO_DATA)
+    return str(data_dir).strip()
+
+
 def resolve_data_dir(data_dir: str | None) -> tuple[Path, bool]:
-    """The directory to read and whether it is the bundled sample (``None``/``""``/``"sample"``)."""
-    if not data_dir or data_dir == "sample":
+    """The directory to read and whether it is the bundled sample (``"sample"``; ``None``/``""``
+    too, for the project's own readers: a run's setting passes :func:`chosen_data_dir` first)."""
+    choice = (data_dir or "").strip()
+    if not choice or choice == SAMPLE:
         return sample_dir(), True
-    path = Path(os.path.expanduser(data_dir))
+    path = Path(os.path.expanduser(choice))
     if not path.is_dir():
         raise DataSourceError(
             f"CliMedBench data directory not found: {path}. It should hold one JSONL file per scenario "
-            f"({', '.join(s + '.jsonl' for s in SCENARIOS)}); leave it unset to use the bundled synthetic sample."
+            f"({', '.join(s + '.jsonl' for s in SCENARIOS)}); give '{SAMPLE}' for the bundled synthetic sample."
         )
     return path, False
 
@@ -119,7 +142,8 @@ def validate_items(records: list[tuple[str, Any]], scenario: Scenario) -> list[d
 
 
 def load_scenario(code: str, data_dir: str | None = None, announce: bool = True) -> LoadedItems:
-    """Load and validate one scenario's items."""
+    """Load and validate one scenario's items from ``data_dir`` (a folder, or ``sample``/``None``: the
+    bundled sample; a run's setting is checked by :func:`chosen_data_dir` before it gets here)."""
     scenario = SCENARIOS[code.upper()]
     directory, is_sample = resolve_data_dir(data_dir)
     path = directory / f"{scenario.code}.jsonl"
@@ -129,5 +153,5 @@ def load_scenario(code: str, data_dir: str | None = None, announce: bool = True)
     if not items:
         raise DataValidationError([f"{path}: no records"])
     if is_sample and announce:
-        print(f"[climedbench] {scenario.code}: no data directory given, using the {SAMPLE_NOTE} ({len(items)} items)", file=sys.stderr)
+        print(f"[climedbench] {scenario.code}: the {SAMPLE_NOTE}, as asked ({len(items)} items)", file=sys.stderr)
     return LoadedItems(scenario, items, str(path), is_sample)

@@ -19,9 +19,11 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState, generate
 
-from clinconsensus_tasks.climedbench.dataset import load_scenario
+from clinconsensus_tasks.climedbench.dataset import SAMPLE_NOTE, chosen_data_dir, load_scenario
 from clinconsensus_tasks.climedbench.logs import score_fields
+from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.generation import CLIMEDBENCH
+from clinconsensus_tasks.inspect_compat import PrerequisiteError
 from clinconsensus_tasks.scorers.climedbench.item_result import item_key, score_item
 from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_scores
 from clinconsensus_tasks.scorers.climedbench.metric_table import TASK_VERSION
@@ -30,6 +32,19 @@ from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILAR
 from clinconsensus_tasks.scorers.climedbench.variants import CLEAN, AskedItem, VariantSettings, applies, ask_scenario, final_answer
 
 
+def shown_alone(error: ClinConsensusError) -> ClinConsensusError:
+    """``error`` (same type, same ``str``) made also Inspect's ``PrerequisiteError``, which ``inspect
+    eval`` prints alone (its ``message``, starting "CliMedBench") rather than after a traceback.
+    ClinConsensus's task does the same (``clinconsensus.inspect_task.shown_alone``); the two
+    benchmarks import nothing of each other."""
+    kind = type(error)
+    both = type(kind.__name__, (kind, PrerequisiteError), {"__module__": kind.__module__})
+    alone = both.__new__(both)
+    alone.__dict__.update(vars(error))
+    alone.args = error.args
+    text = str(error)
+    alone.message = text if text.startswith("CliMedBench") else f"CliMedBench: {text}"
+    return alone
 
 
 def item_to_sample(code: str, asked: AskedItem) -> Sample:
@@ -86,6 +101,17 @@ def climedbench_scorer(similarity_model: str | None = None) -> Scorer:
 
 def climedbench_task(codes: Sequence[str], data_dir: str | None, similarity_model: str | None, name: str,
                      settings: VariantSettings = VariantSettings()) -> Task:
+    """The task of ``codes``; ``data_dir`` a folder or ``sample`` (unset: the one-line refusal,
+    :data:`dataset.NO_DATA`). Every error of the data or the similarity model stops the build with
+    one message, before any answer is generated."""
+    try:
+        return _climedbench_task(codes, chosen_data_dir(data_dir), similarity_model, name, settings)
+    except ClinConsensusError as exc:
+        raise shown_alone(exc) from exc
+
+
+def _climedbench_task(codes: Sequence[str], data_dir: str, similarity_model: str | None, name: str,
+                      settings: VariantSettings) -> Task:
     if any(SCENARIOS[code].kind == SIMILARITY and applies(SCENARIOS[code], settings.variant) for code in codes):
         from clinconsensus_tasks.climedbench.similarity import check_model
 
@@ -95,13 +121,15 @@ def climedbench_task(codes: Sequence[str], data_dir: str | None, similarity_mode
         if not applies(SCENARIOS[code], settings.variant):
             not_applicable.append(code)
             continue
-        loaded = load_scenario(code, data_dir)
+        loaded = load_scenario(code, data_dir, announce=False)
         asked, dropped = ask_scenario(loaded.scenario, loaded.items, settings)
         samples += [item_to_sample(code, a) for a in asked]
         if dropped:
             left_out[code] = dropped
         sources[code] = loaded.source
         sample_data = sample_data or loaded.is_sample
+    if sample_data:
+        print(f"[climedbench] data_dir=sample: the {SAMPLE_NOTE}, {len(samples)} items in {len(sources)} scenario(s); its scores say nothing about a model", file=sys.stderr)
     if left_out or not_applicable:
         print(f"[climedbench] {settings.variant}: items left out {left_out}; scenarios it does not apply to: {not_applicable}", file=sys.stderr)
     if not samples:
@@ -138,7 +166,8 @@ def climedbench(data_dir: str | None = None, scenarios: str | list[str] | None =
     """All CliMedBench scenarios (or ``-T scenarios=SSO,CPR``): per-scenario, dimension, length-decile and overall scores.
 
     Args:
-        data_dir: folder with one ``<CODE>.jsonl`` per scenario; unset: the bundled synthetic sample.
+        data_dir: folder with one ``<CODE>.jsonl`` per scenario (the data is not public: its authors
+            give it on request), or ``sample`` for the bundled synthetic sample; required.
         scenarios: the scenario codes to run (default all 14).
         similarity_model: sentence-transformers model for WTD (hub id or folder); default
             ``$CLIMEDBENCH_SIMILARITY_MODEL``, else ``cyclone/simcse-chinese-roberta-wwm-ext`` at its pinned commit.
@@ -162,7 +191,8 @@ def _scenario_task(code: str):
     build.__name__ = scenario.task_name
     build.__doc__ = (
         f"CliMedBench {code} ({scenario.english}; {scenario.name}), scored by {scenario.metric}.\n\n"
-        "Args:\n    data_dir: folder with one <CODE>.jsonl per scenario; unset: the bundled synthetic sample.\n"
+        "Args:\n    data_dir: folder with one <CODE>.jsonl per scenario (the data is not public: its authors give it\n"
+        "        on request), or sample for the bundled synthetic sample; required.\n"
         "    similarity_model: sentence-transformers model for WTD (hub id or folder).\n" + VARIANT_ARGS
     )
     return task(name=scenario.task_name)(build)

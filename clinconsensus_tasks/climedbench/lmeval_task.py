@@ -16,16 +16,22 @@ by the same core as Inspect's ``-T variant=``, so both frameworks send the same 
 also reports ``length_decile_<d>`` for its input-length decile d; the scenario YAMLs list
 ``length_decile_1`` ... ``length_decile_10`` with lm-eval's built-in ``mean``, which averages the
 documents that report each one.
+
+Data: ``CLIMEDBENCH_DATA_DIR`` (or ``--metadata '{"data_dir": ...}'``) names a folder, or ``sample``
+for the bundled synthetic sample. Unset, building a task still works (lm-eval builds tasks to list,
+validate and review them: ``TaskManager.load``, its ``tests/test_tasks.py``), on the sample, and a
+run refuses before the first model request (:class:`CliMedBenchTask`, ``dataset.NO_DATA``).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from typing import Any, Sequence
 
 from clinconsensus_tasks import settings_table
-from clinconsensus_tasks.climedbench.dataset import load_scenario
+from clinconsensus_tasks.climedbench.dataset import ENV_DATA_DIR, SAMPLE, chosen_data_dir, load_scenario
 from clinconsensus_tasks.climedbench.logs import lmeval_metrics
 from clinconsensus_tasks.scorers.climedbench.item_result import score_item
 from clinconsensus_tasks.scorers.climedbench.perturbation import DEFAULT_RATE
@@ -47,7 +53,12 @@ def load_dataset(scenario: str, loglikelihood: bool = False, variant: str = CLEA
     import datasets
 
     env = settings_table.merged_env(settings_table.given_settings(kwargs))  # --metadata over the environment
-    loaded = load_scenario(scenario, settings_table.raw("climedbench_data_dir", env))
+    data_dir = settings_table.raw("climedbench_data_dir", env)
+    if data_dir is None:  # a build: the sample, so that lm-eval can list and check the task; a run refuses
+        _say_built_on_the_sample()
+        loaded = load_scenario(scenario, SAMPLE, announce=False)
+    else:
+        loaded = load_scenario(scenario, data_dir)
     settings = VariantSettings(variant, perturbation or "all", float(perturbation_rate), int(seed))  # type: ignore[arg-type]
     asked, left_out = ask_scenario(loaded.scenario, loaded.items, settings)
     if left_out:
@@ -65,12 +76,31 @@ def load_dataset(scenario: str, loglikelihood: bool = False, variant: str = CLEA
     return {"test": datasets.Dataset.from_list(rows)}
 
 
-class SimilarityTask(RunCheckedTask):
+@functools.cache
+def _say_built_on_the_sample() -> None:
+    """Once per process: tasks built without a data folder hold the sample, and a run refuses."""
+    print(f"[climedbench] no data folder ({ENV_DATA_DIR}): the tasks are built on the bundled synthetic sample, "
+          f"to be listed and checked; a run refuses ({ENV_DATA_DIR}=DIR, or ={SAMPLE} on purpose)", file=sys.stderr)
+
+
+class CliMedBenchTask(RunCheckedTask):
+    """The CliMedBench tasks' class: building one needs no data folder (lm-eval lists, validates and
+    reviews tasks by building them, then they hold the bundled sample); a run needs one, or
+    ``sample`` asked for by name, and without it stops before the first model request with
+    ``dataset.NO_DATA``."""
+
+    def before_run(self) -> None:
+        env = settings_table.merged_env(settings_table.given_settings(dict(self.config.metadata or {})))
+        chosen_data_dir(settings_table.raw("climedbench_data_dir", env))
+
+
+class SimilarityTask(CliMedBenchTask):
     """The WTD tasks' class: building one needs no similarity model (``lm_eval validate``, lm-eval's
     task tests); a run loads it before the first model request, so a missing model stops the run
     with one clear error instead of failing after every answer."""
 
     def before_run(self) -> None:
+        super().before_run()
         check_model()
 
 

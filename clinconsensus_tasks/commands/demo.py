@@ -4,7 +4,8 @@ Why this exists: a first run should show what the plugin does before the user ha
 and a judge at hand. The demo starts the project's deterministic stand-in server
 (:mod:`clinconsensus_tasks.stand_in`) on a free port of 127.0.0.1, where it plays both
 the model under test and the judge; runs ClinConsensus and CliMedBench on the bundled synthetic
-samples through every installed framework (Inspect, lm-eval), with the frameworks' own machinery
+samples, asked for by name (``data=sample``, ``data_dir=sample``: CliMedBench's data is not public,
+and without a data folder it refuses to run), through every installed framework (Inspect, lm-eval), with the frameworks' own machinery
 (Inspect's ``eval``, lm-eval's ``simple_evaluate`` and ``EvaluationTracker``: the same log files
 their command lines write); writes the HTML and Markdown report; prints where everything is and
 the same commands for a real model and judge; and stops the server.
@@ -37,6 +38,7 @@ STAND_IN_JUDGE = "demo-judge"
 # choice of judge template, the demo asks for that one: here, and only here.
 JUDGE_PROMPT = "project"
 INSPECT_PROVIDER = "demo"  # openai-api/demo/<model> reads DEMO_BASE_URL and DEMO_API_KEY
+SAMPLE_DATA = "sample"  # CliMedBench's data setting for its bundled synthetic sample
 
 
 @dataclass
@@ -116,7 +118,7 @@ def demo_environment(base_url: str, output: Path, plan: DemoPlan) -> dict[str, s
         "CLINCONSENSUS_JUDGE_MODE": "per_criterion",
         "CLINCONSENSUS_JUDGE_PROMPT": JUDGE_PROMPT,
         "CLINCONSENSUS_CACHE_DIR": str(output / "judge-cache"),
-        "CLIMEDBENCH_DATA_DIR": "",  # the bundled sample
+        "CLIMEDBENCH_DATA_DIR": SAMPLE_DATA,  # the bundled sample, asked for by name (unset, a run refuses)
         "CLIMEDBENCH_SIMILARITY_MODEL": plan.similarity_model or "",
         "INSPECT_CACHE_DIR": str(output / "inspect-cache"),
         "HF_HUB_OFFLINE": "1",  # the demo needs nothing from the hub: never wait for it
@@ -129,6 +131,11 @@ def clinconsensus_task_args() -> dict[str, Any]:
     return {"data": "sample", "judge_prompt": JUDGE_PROMPT}
 
 
+def climedbench_task_args(plan: DemoPlan) -> dict[str, Any]:
+    """``-T`` arguments of the Inspect CliMedBench task: the bundled sample, by name (its data is not public)."""
+    return {"data_dir": SAMPLE_DATA, "scenarios": ",".join(plan.scenarios), "similarity_model": plan.similarity_model}
+
+
 def run_inspect(plan: DemoPlan, log_dir: Path) -> list[Path]:
     from inspect_ai import eval as inspect_eval
 
@@ -138,7 +145,7 @@ def run_inspect(plan: DemoPlan, log_dir: Path) -> list[Path]:
     model = f"openai-api/{INSPECT_PROVIDER}/{STAND_IN_MODEL}"
     grader = f"openai-api/{INSPECT_PROVIDER}/{STAND_IN_JUDGE}"
     tasks = [clinconsensus(**clinconsensus_task_args()),
-             climedbench(scenarios=",".join(plan.scenarios), similarity_model=plan.similarity_model)]
+             climedbench(**climedbench_task_args(plan))]
     logs = inspect_eval(tasks, model=model, model_roles={"grader": grader}, log_dir=str(log_dir), display="none")
     failed = [log for log in logs if log.status != "success"]
     if failed:
@@ -194,6 +201,7 @@ export MODEL_BASE_URL=http://127.0.0.1:8000/v1 MODEL_API_KEY=EMPTY OPENAI_API_KE
 inspect eval clinconsensus_tasks/clinconsensus -T data=sample --limit 1 \
   --model openai-api/model/MY-MODEL --model-role grader=openai/gpt-4.1
 # 2. The full runs (without -T data=sample: the 900 public cases from the hub; or -T data=FILE).
+#    CliMedBench's data is not public (its authors give it on request): /data/climedbench is your copy.
 inspect eval clinconsensus_tasks/clinconsensus --model openai-api/model/MY-MODEL --model-role grader=openai/gpt-4.1
 inspect eval clinconsensus_tasks/climedbench -T data_dir=/data/climedbench -T similarity_model=/models/simcse \
   --model openai-api/model/MY-MODEL

@@ -204,6 +204,8 @@ def task_config(
         "include": variant.template,
         "task": variant.task(scenario),
         "dataset_kwargs": {"scenario": scenario.code, **variant.dataset_kwargs},
+        # without a data folder: built, but a run refuses (WTD's class replaces it)
+        "class": Function(f"{LMEVAL_GLUE}.CliMedBenchTask"),
     }
     if variant.scored:
         note, keys = KIND_EXTRAS.get(scenario.kind, ("", {}))

@@ -24,7 +24,7 @@ def examinee_logs(fake_server, tmp_path):
 
     logs = []
     for n in range(1, 6):
-        log = inspect_eval(climedbench(scenarios=SCENARIOS), model=f"openai-api/cand/examinee-{n}",
+        log = inspect_eval(climedbench(data_dir="sample", scenarios=SCENARIOS), model=f"openai-api/cand/examinee-{n}",
                            log_dir=str(tmp_path / "logs"), display="none")[0]
         assert log.status == "success"
         logs.append(log.location)

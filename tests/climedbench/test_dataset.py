@@ -20,7 +20,7 @@ from clinconsensus_tasks.scorers.climedbench.scenarios import (
 
 def test_sample_has_every_scenario_in_its_paper_form():
     for code, scenario in SCENARIOS.items():
-        loaded = load_scenario(code, announce=False)
+        loaded = load_scenario(code, "sample", announce=False)
         assert loaded.is_sample and len(loaded.items) >= 8, code
     ftt = load_scenario("FTT", announce=False).items
     assert all(item["options"][item["answer"]] == "以上均不对" for item in ftt)
@@ -30,8 +30,9 @@ def test_sample_has_every_scenario_in_its_paper_form():
 
 
 def test_sample_run_says_it_is_the_sample(capsys):
-    load_scenario("SSO")
-    assert "no data directory given, using the synthetic sample" in capsys.readouterr().err
+    load_scenario("SSO", "sample")
+    assert capsys.readouterr().err == ("[climedbench] SSO: the synthetic sample bundled with clinconsensus-tasks "
+                                       "(not CliMedBench data), as asked (10 items)\n")
 
 
 def test_prompt_shape():
@@ -86,7 +87,7 @@ def test_validation_of_orders_keywords_and_references(tmp_path):
 
 
 def test_missing_directory_and_file(tmp_path):
-    with pytest.raises(DataSourceError, match="CliMedBench data directory not found"):
+    with pytest.raises(DataSourceError, match="CliMedBench data directory not found: .*; give 'sample' for the bundled"):
         load_scenario("ID1", str(tmp_path / "nope"))
     with pytest.raises(DataSourceError, match=r"scenario file missing: .*CS\.jsonl"):
         load_scenario("CS", str(tmp_path))

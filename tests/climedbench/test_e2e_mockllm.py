@@ -29,7 +29,7 @@ def test_climedbench_id1_end_to_end_on_mockllm(tmp_path, monkeypatch):
 
     items = [json.loads(line) for line in
              resources.files("clinconsensus_tasks.data.climedbench").joinpath("ID1.jsonl").read_text(encoding="utf-8").splitlines()]
-    log = inspect_eval(climedbench_id1(), model=get_model("mockllm/model", custom_outputs=always_a),
+    log = inspect_eval(climedbench_id1(data_dir="sample"), model=get_model("mockllm/model", custom_outputs=always_a),
                        log_dir=str(tmp_path / "logs"), display="none")[0]
     assert log.status == "success"
     assert len(asked) == len(items) == 10
@@ -53,7 +53,7 @@ def test_climedbench_metric_through_the_epoch_reducer(tmp_path, monkeypatch):
 
     items = [json.loads(line) for line in
              resources.files("clinconsensus_tasks.data.climedbench").joinpath("ID1.jsonl").read_text(encoding="utf-8").splitlines()]
-    log = inspect_eval(climedbench_id1(), model=get_model("mockllm/model", custom_outputs=a_then_b), epochs=2,
+    log = inspect_eval(climedbench_id1(data_dir="sample"), model=get_model("mockllm/model", custom_outputs=a_then_b), epochs=2,
                        log_dir=str(tmp_path / "logs"), display="none")[0]
     assert log.status == "success" and sorted(seen.values()) == [2] * 10
     metrics = {name: m.value for s in log.results.scores for name, m in s.metrics.items()}

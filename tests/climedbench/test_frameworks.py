@@ -40,7 +40,7 @@ def run_inspect_all(tmp_path, similarity_model_dir):
     from clinconsensus_tasks.climedbench.inspect_task import climedbench
 
     log = inspect_eval(
-        climedbench(similarity_model=str(similarity_model_dir)),
+        climedbench(data_dir="sample", similarity_model=str(similarity_model_dir)),
         model="openai-api/cand/cand-model",
         log_dir=str(tmp_path / "inspect"),
         display="none",
@@ -99,7 +99,7 @@ def test_single_scenario_task_reports_plain_metric_names(fake_server, tmp_path):
 
     from clinconsensus_tasks.climedbench.inspect_task import climedbench_sso
 
-    log = inspect_eval(climedbench_sso(), model="openai-api/cand/cand-model", log_dir=str(tmp_path), display="none")[0]
+    log = inspect_eval(climedbench_sso(data_dir="sample"), model="openai-api/cand/cand-model", log_dir=str(tmp_path), display="none")[0]
     metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
     # Plain names, and the score per input-length decile (10 items: one per decile).
     assert set(metrics) == {"kendall_tau", "score", "parse_failure", *(f"length_decile_{d}" for d in range(1, 11))}
@@ -128,7 +128,7 @@ def test_wtd_without_a_loadable_model_says_how_to_provide_one(fake_server, tmp_p
 
     # The model is checked when the task is built: the run stops before any answer is generated.
     with pytest.raises(ConfigurationError) as error:
-        climedbench_wtd(similarity_model=str(tmp_path / "no-such-model"))
+        climedbench_wtd(data_dir="sample", similarity_model=str(tmp_path / "no-such-model"))
     message = str(error.value)
     assert "Could not load the similarity model" in message and "train-simcse" in message
     assert fake_server.stats()["calls"] == {}

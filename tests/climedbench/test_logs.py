@@ -36,7 +36,7 @@ def log_with_errored_samples(fake_server, tmp_path, similarity_model_dir):
     # The task checks its similarity model when it is built, so a missing model stops the run before
     # any answer. A scorer whose model cannot load at scoring time (a folder removed mid-run) still
     # errors every WTD sample: the same task, scored with a model that does not exist.
-    built = climedbench(scenarios="SSO,WTD", similarity_model=str(similarity_model_dir))
+    built = climedbench(data_dir="sample", scenarios="SSO,WTD", similarity_model=str(similarity_model_dir))
     task = Task(dataset=built.dataset, solver=built.solver, scorer=climedbench_scorer(str(tmp_path / "no-such-model")),
                 metadata=built.metadata, name="climedbench")
     log = inspect_eval(task, model="openai-api/cand/cand-model", log_dir=str(tmp_path / "logs"), display="none", fail_on_error=False)[0]

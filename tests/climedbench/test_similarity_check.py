@@ -43,7 +43,7 @@ def test_inspect_task_with_wtd_checks_the_model_when_built(fake_server, monkeypa
     missing = str(tmp_path / "no-model-here")
     monkeypatch.setenv("CLIMEDBENCH_SIMILARITY_MODEL", missing)
     with pytest.raises(ConfigurationError) as error:
-        climedbench(scenarios="SSO,WTD")
+        climedbench(data_dir="sample", scenarios="SSO,WTD")
     assert_one_clear_message(str(error.value), missing)
     assert fake_server.stats()["calls"] == {}
 
@@ -52,7 +52,7 @@ def test_inspect_task_with_wtd_checks_the_model_when_built(fake_server, monkeypa
 def test_inspect_task_with_a_loadable_model_builds(similarity_model_dir):
     from clinconsensus_tasks.climedbench.inspect_task import climedbench_wtd
 
-    task = climedbench_wtd(similarity_model=str(similarity_model_dir))
+    task = climedbench_wtd(data_dir="sample", similarity_model=str(similarity_model_dir))
     assert len(task.dataset) == 10  # the bundled sample: 10 WTD items
     assert str(similarity_model_dir) in similarity._models  # loaded once, reused by the scorer
 
@@ -80,8 +80,8 @@ def test_scenarios_without_wtd_never_import_the_model(tmp_path):
         "import sys\n"
         "from clinconsensus_tasks.climedbench.inspect_task import climedbench\n"
         "from clinconsensus_tasks.climedbench.lmeval_task import load_dataset\n"
-        "task = climedbench(scenarios='SSO,CPR,KE', similarity_model='/no/such/model')\n"
-        "docs = load_dataset('SSO')['test']\n"
+        "task = climedbench(data_dir='sample', scenarios='SSO,CPR,KE', similarity_model='/no/such/model')\n"
+        "docs = load_dataset('SSO', data_dir='sample')['test']\n"
         "print(len(task.dataset), len(docs), 'sentence_transformers' in sys.modules, 'torch' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)

@@ -58,7 +58,7 @@ def run_inspect(tmp_path, codes, **args):
 
     from clinconsensus_tasks.climedbench.inspect_task import climedbench
 
-    log = inspect_eval(climedbench(scenarios=",".join(codes), **args), model="openai-api/cand/cand-model",
+    log = inspect_eval(climedbench(data_dir="sample", scenarios=",".join(codes), **args), model="openai-api/cand/cand-model",
                        log_dir=str(tmp_path), display="none")[0]
     assert log.status == "success", log.error
     return log, {k: v.value for s in log.results.scores for k, v in s.metrics.items()}

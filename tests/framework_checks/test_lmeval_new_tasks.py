@@ -7,7 +7,9 @@ lm-eval's ``new_tasks`` workflow lists the changed YAML files of ``lm_eval/tasks
 installed copies of ``task_configs/`` in an environment that holds only ``pip install
 clinconsensus-tasks`` (conftest ``core_env``): no judge set, no similarity model, no extra, the hub
 switched off (``CLINCONSENSUS_DATA=sample``: the 900 public cases are otherwise read from the hub,
-which lm-eval's CI reaches and this machine does not).
+which lm-eval's CI reaches and this machine does not). CliMedBench gets no data folder, as lm-eval's
+CI would have none (its data is not public): its tasks build on the bundled sample, and only a run
+refuses (``climedbench.lmeval_task.CliMedBenchTask``).
 
 Two deviations, both lm-eval's limits rather than choices: the task files and the group files go
 in two runs (lm-eval refuses to load a group in the same call as its own leaf tasks: "Duplicate

@@ -125,6 +125,7 @@ def real_env(monkeypatch, tmp_path):
     monkeypatch.setenv("CLINCONSENSUS_JUDGE_PROMPT", "project")  # the official one cannot be downloaded here
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("CLIMEDBENCH_DATA_DIR", "sample")  # lm-eval: the bundled sample, by name (unset, a run refuses)
     for name in [n for n in os.environ if n.startswith("CLINCONSENSUS_JUDGE_") and n != "CLINCONSENSUS_JUDGE_PROMPT"]:
         monkeypatch.delenv(name)
     monkeypatch.delenv("CLINCONSENSUS_LOCAL_JUDGE_BASE_URL", raising=False)

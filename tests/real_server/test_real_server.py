@@ -29,7 +29,7 @@ def test_climedbench_id1_same_answers_and_numbers_in_both_frameworks(llama_serve
     from clinconsensus_tasks.lmeval_glue import simple_evaluate
 
     point_at(real_env, llama_server, llama_server)
-    log = inspect_eval(climedbench_id1(), model=f"openai-api/cand/{MODEL}", limit=LIMIT, max_tokens=MAX_TOKENS,
+    log = inspect_eval(climedbench_id1(data_dir="sample"), model=f"openai-api/cand/{MODEL}", limit=LIMIT, max_tokens=MAX_TOKENS,
                        log_dir=str(tmp_path / "inspect"), display="none")[0]
     assert log.status == "success", log.error
     inspect_metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
@@ -174,7 +174,7 @@ def test_estimate_with_the_models_own_tokenizer_is_within_5_percent_of_the_serve
     assert abs(ratio - 1) <= 0.05, (estimated.prompt_tokens, served)
 
 
-def test_the_same_model_through_both_hf_backends(tmp_path):
+def test_the_same_model_through_both_hf_backends(tmp_path, monkeypatch):
     # The GGUF file the server serves, loaded in process by transformers (dequantized to float32)
     # through lm-eval's `hf` backend and Inspect's `hf/` provider, as a model builder runs a local
     # checkpoint: climedbench_id1 on four questions, greedy, 32 new tokens, batches of two. Inspect
@@ -191,7 +191,8 @@ def test_the_same_model_through_both_hf_backends(tmp_path):
     tokenizer = str(tmp_path / "tokenizer")
     AutoTokenizer.from_pretrained(folder, gguf_file=name).save_pretrained(tokenizer)
     new_tokens, batch = 32, 2
-    log = inspect_eval(climedbench_id1(), model=f"hf/{MODEL}", max_tokens=new_tokens, max_connections=batch, limit=LIMIT,
+    monkeypatch.setenv("CLIMEDBENCH_DATA_DIR", "sample")  # lm-eval's run below: the bundled sample, by name
+    log = inspect_eval(climedbench_id1(data_dir="sample"), model=f"hf/{MODEL}", max_tokens=new_tokens, max_connections=batch, limit=LIMIT,
                        model_args={"model_path": folder, "gguf_file": name, "tokenizer_path": tokenizer, "device": "cpu",
                                    "do_sample": False},
                        log_dir=str(tmp_path / "inspect"), display="none")[0]

@@ -138,7 +138,7 @@ def test_climedbench_runs_are_paired_by_item_across_frameworks(fake_server, tmp_
 
     codes = ["ID1", "SSO", "KE"]
     for model in ("examinee-a", "examinee-b"):
-        log = inspect_eval(climedbench(scenarios=",".join(codes)), model=f"openai-api/cand/{model}",
+        log = inspect_eval(climedbench(data_dir="sample", scenarios=",".join(codes)), model=f"openai-api/cand/{model}",
                            log_dir=str(tmp_path / model), display="none")[0]
         assert log.status == "success", log.error
     a, b = _climedbench_expected("examinee-a", codes), _climedbench_expected("examinee-b", codes)
