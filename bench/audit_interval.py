@@ -22,7 +22,10 @@ For each agreement level it draws ``--runs`` runs and in each a stratified sampl
 (``stratified_sample``, at least two cases per stratum), and prints: the cases the official judge
 grades, Cohen's kappa of the two judges on them, the mean half-width of the 95% interval of rubric
 accuracy, CACS@10 and Pass@10 in percentage points, and how often the interval held the official
-judge's score over all 900 cases (coverage; 0.95 expected).
+judge's score over all 900 cases (coverage; 0.95 expected). A sample whose differences show no
+spread gives no interval (``difference_estimate``: a Pass@10 sample where the two judges agree on
+every sampled case's yes/no, at high agreement); the half-width and the coverage are over the runs
+that gave an interval, and ``none`` says how many of the row's runs gave none.
 
 Usage: python bench/audit_interval.py [--share 0.1] [--runs 200] [--agreement 0.8 0.85 0.9 0.95]
 The last line printed is one JSON object.
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 
 from clinconsensus_tasks.scorers.agreement import Confusion, cohen_kappa
@@ -80,8 +84,9 @@ def terms(verdicts: list[bool]) -> dict[str, float]:
 
 def one_level(agreement: float, share: float, runs: int, lenient: float, beta: tuple[float, float], spread: float, seed: int) -> dict:
     rng = random.Random(seed)
-    width = {m: 0.0 for m in HEADLINE}
+    width = {m: 0.0 for m in HEADLINE}  # summed over the runs whose interval is defined
     covered = {m: 0 for m in HEADLINE}
+    none = {m: 0 for m in HEADLINE}  # runs whose sample gave no interval (no spread): left out of width and coverage
     kappas, sampled, scores = [], [], {m: 0.0 for m in HEADLINE}
     for run in range(runs):
         strata, official, cheap = simulate(rng, agreement, lenient, beta, spread)
@@ -94,12 +99,22 @@ def one_level(agreement: float, share: float, runs: int, lenient: float, beta: t
             truth = sum(t[m] for t in official_terms.values()) / len(official_terms)
             scores[m] += truth / runs
             interval = difference_estimate({c: t[m] for c, t in cheap_terms.items()}, {c: official_terms[c][m] for c in sample}, strata)
-            width[m] += (interval.high - interval.low) / 2 / runs
+            if math.isnan(interval.low):
+                none[m] += 1
+                continue
+            width[m] += (interval.high - interval.low) / 2
             covered[m] += interval.low <= truth <= interval.high
+    given = {m: runs - none[m] for m in HEADLINE}
     return {"agreement": agreement, "sampled_cases": round(sum(sampled) / runs, 1), "kappa": round(sum(kappas) / runs, 3),
             "official_score": {m: round(scores[m], 4) for m in HEADLINE},
-            "half_width_pp": {m: round(100 * width[m], 2) for m in HEADLINE},
-            "coverage": {m: round(covered[m] / runs, 3) for m in HEADLINE}}
+            "half_width_pp": {m: round(100 * width[m] / given[m], 2) if given[m] else None for m in HEADLINE},
+            "coverage": {m: round(covered[m] / given[m], 3) if given[m] else None for m in HEADLINE},
+            "no_interval": none}
+
+
+def _of(value: float | None, width: int, places: int) -> str:
+    """A figure right-aligned in ``width``, ``n/a`` where no run gave an interval."""
+    return f"{'n/a':>{width}}" if value is None else f"{value:{width}.{places}f}"
 
 
 def main() -> None:
@@ -115,14 +130,19 @@ def main() -> None:
     print(f"{CASES} cases in {STRATA} strata (sizes {stratum_sizes()[0]} to {stratum_sizes()[-1]}), "
           f"quality Beta{tuple(args.beta)}, "
           f"disagreement spread {args.spread}, {args.lenient:.0%} of disagreements lenient, share {args.share}, {args.runs} runs")
-    print("agreement  sampled  kappa   +/- pp: rubric_acc  cacs@10  pass@10   coverage: rubric_acc  cacs@10  pass@10")
+    print("agreement  sampled  kappa   +/- pp: rubric_acc  cacs@10  pass@10   coverage: rubric_acc  cacs@10  pass@10   "
+          "no interval: rubric_acc  cacs@10  pass@10")
     levels = []
     for agreement in args.agreement:
         level = one_level(agreement, args.share, args.runs, args.lenient, tuple(args.beta), args.spread, args.seed)
         levels.append(level)
-        w, c = level["half_width_pp"], level["coverage"]
-        print(f"{agreement:9.2f}  {level['sampled_cases']:7.1f}  {level['kappa']:5.3f}  {w['rubric_accuracy']:19.2f}  {w['cacs@10']:7.2f}"
-              f"  {w['pass@10']:7.2f}   {c['rubric_accuracy']:19.3f}  {c['cacs@10']:7.3f}  {c['pass@10']:7.3f}")
+        w, c, none = level["half_width_pp"], level["coverage"], level["no_interval"]
+        print(f"{agreement:9.2f}  {level['sampled_cases']:7.1f}  {level['kappa']:5.3f}  {_of(w['rubric_accuracy'], 19, 2)}  "
+              f"{_of(w['cacs@10'], 7, 2)}  {_of(w['pass@10'], 7, 2)}   {_of(c['rubric_accuracy'], 19, 3)}  {_of(c['cacs@10'], 7, 3)}  "
+              f"{_of(c['pass@10'], 7, 3)}   {none['rubric_accuracy']:22d}  {none['cacs@10']:7d}  {none['pass@10']:7d}")
+    none = sum(sum(level["no_interval"].values()) for level in levels)
+    print(f"no interval (a sample without spread): {none} of {args.runs * len(levels) * len(HEADLINE)} simulated audits "
+          f"({args.runs} runs x {len(levels)} agreement levels x {len(HEADLINE)} metrics); half-width and coverage are over the rest")
     print(json.dumps({"share": args.share, "runs": args.runs, "lenient": args.lenient, "beta": args.beta, "spread": args.spread,
                       "levels": levels}))
 

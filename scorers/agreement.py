@@ -26,8 +26,19 @@ judge's agreement, the jury, the audit, the physician review and the report.
   it is asked of rounding; the rule asks it of the values, with a tolerance far above rounding and
   far below any real difference. Where an interval is a formula of that spread, a sample without
   spread gives none (NaN): a zero-width interval from a sample would read as a figure known exactly.
-  The case bootstrap's percentile intervals are not such a formula and have no such rule (ten cases
-  agreeing on every row give kappa 1.0 in every resample that draws both classes).
+* **A sample without a discordant event** (:func:`zero_event_bound`): the case bootstrap's
+  percentile interval of a share collapses to a point when no case holds the event it counts (no
+  disagreement between two raters on any row: kappa 1.000 [1.000, 1.000]; no flipped row: flip rate
+  0.000 [0.000, 0.000]), yet a perfect rater must be able to show what the sample does show. Rows of
+  a case are not independent, so the unit is the case: with none of n cases holding an event, the
+  share of cases that hold one is at most ``1 - 0.05 ** (1 / n)`` at 95% (the exact one-sided
+  Clopper-Pearson bound for 0 of n, about 3 / n), and the rate over rows at most that. Where a caller
+  asks for it (``zero_event``: the event's name), an interval whose data hold no such event (decided
+  from the counts, never from a computed width) has that bound for its end (:func:`zero_event_interval`:
+  a rate's upper end, an agreement's lower end, kappa at ``p_o = 1 -`` the bound with the sample's own
+  chance agreement) and says so (:class:`ZeroEvents`, ``zero_events`` in its dict). The physicians'
+  review (the judge against the physicians, the physicians with each other) and the judge asked
+  again (flips, its agreement with itself, answer-irrelevant edits) ask for it.
 * **Samples of cases** (:func:`allocate`, :func:`stratified_draw`): the one stratified draw the
   audit and the physician review make, each with its own allocation rule.
 """
@@ -73,6 +84,39 @@ def shows_spread(values: Iterable[float], scale: float = 0.0) -> bool:
     if v.size < 2:
         return False
     return bool(v.max() - v.min() > SAME_NUMBER * max(scale, float(np.abs(v).max())))
+
+
+def zero_event_bound(units: int, level: float = LEVEL) -> float:
+    """The exact one-sided ``level`` upper bound on the share of independent ``units`` that hold an
+    event when none of them held one: ``1 - (1 - level) ** (1 / units)`` (the Clopper-Pearson bound
+    for 0 of n; about 3 / n at 95%, the rule of three). NaN for no units. The one formula of every
+    interval of a sample without a discordant event (the module docstring; the gates' cases needed,
+    :func:`zero_event_units`, solve it)."""
+    return 1 - (1 - level) ** (1 / units) if units > 0 else math.nan
+
+
+def zero_event_units(share: float, level: float = LEVEL) -> int | None:
+    """The fewest units, none holding an event, whose :func:`zero_event_bound` is at most ``share``
+    (``n >= log(1 - level) / log(1 - share)``); ``None`` for a share of 0 or less (no number of units
+    brings the bound to 0) or an undefined one."""
+    if math.isnan(share) or share <= 0:
+        return None
+    if share >= 1:
+        return 1
+    n = max(1, math.ceil(math.log(1 - level) / math.log1p(-share)))
+    while zero_event_bound(n, level) > share:  # the logarithms' rounding, either way
+        n += 1
+    while n > 1 and zero_event_bound(n - 1, level) <= share:
+        n -= 1
+    return n
+
+
+def kappa_from(observed: float, chance: float) -> float:
+    """Kappa of observed agreement ``observed`` and chance agreement ``chance``,
+    ``(p_o - p_e) / (1 - p_e)`` clamped to [-1, 1]; NaN when ``p_e`` is 1 (or undefined)."""
+    if not math.isfinite(chance) or chance >= 1:
+        return math.nan
+    return min(1.0, max(-1.0, (observed - chance) / (1 - chance)))
 
 
 @dataclass(frozen=True)
@@ -196,15 +240,37 @@ def fleiss_kappa(met_votes: Sequence[int], raters: int) -> float:
 
 
 @dataclass(frozen=True)
+class ZeroEvents:
+    """Why an interval's end is the exact zero-event bound (:func:`zero_event_interval`): no
+    ``event`` in any of ``cases`` cases, so the share of cases that hold one is at most ``bound``
+    (:func:`zero_event_bound`); ``chance``: a kappa's chance agreement ``p_e`` (its lower end is
+    kappa at ``p_o = 1 - bound``), NaN for a share."""
+
+    event: str
+    cases: int
+    bound: float
+    chance: float = math.nan
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"event": self.event, "cases": self.cases, "bound": self.bound}
+        if math.isfinite(self.chance):
+            out["chance"] = self.chance
+        return out
+
+
+@dataclass(frozen=True)
 class Interval:
     """An estimate with its standard error and interval; ``cases``: the cases that contributed
-    (``None`` where the interval is not a resample of cases)."""
+    (``None`` where the interval is not a resample of cases); ``zero_events``: set where the
+    interval's end is the exact bound of a sample without a discordant event (no standard error then:
+    the resamples' spread of such a sample is 0, which is no figure)."""
 
     estimate: float
     stderr: float
     low: float
     high: float
     cases: int | None = None
+    zero_events: ZeroEvents | None = None
 
     @classmethod
     def around(cls, estimate: float, stderr: float, z: float = Z_95) -> Interval:
@@ -214,11 +280,41 @@ class Interval:
     def undefined(cls, estimate: float = math.nan, cases: int | None = None) -> Interval:
         return cls(estimate, math.nan, math.nan, math.nan, cases)
 
-    def to_dict(self) -> dict[str, float]:
-        out: dict[str, float] = {"estimate": self.estimate, "stderr": self.stderr, "low": self.low, "high": self.high}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"estimate": self.estimate, "stderr": self.stderr, "low": self.low, "high": self.high}
         if self.cases is not None:
             out["cases"] = self.cases
+        if self.zero_events is not None:
+            out["zero_events"] = self.zero_events.to_dict()
         return out
+
+
+RATE, AGREEMENT, KAPPA, NET = "rate", "agreement", "kappa", "net"  # which end a zero-event interval bounds
+
+
+def zero_event_interval(estimate: float, cases: int, event: str, side: str, chance: float = math.nan,
+                        level: float = LEVEL) -> Interval:
+    """The interval of a sample in which none of ``cases`` cases holds an ``event``, its end the exact
+    bound ``B`` (:func:`zero_event_bound`): a ``RATE`` of the event (0) is in [0, B]; an ``AGREEMENT``
+    share (1: precision, recall, percent agreement) in [1 - B, 1]; a ``KAPPA`` (1) in
+    [kappa at ``p_o = 1 - B`` with the sample's chance agreement ``chance``, clamped to -1; 1]; a
+    ``NET`` difference of two rates of the event (0) in [-B, B]. A row-level rate is at most the
+    share of cases holding the event; an observed agreement of the rows at least one minus it."""
+    bound = zero_event_bound(cases, level)
+    low, high = {RATE: (0.0, bound), NET: (-bound, bound), AGREEMENT: (1 - bound, 1.0),
+                 KAPPA: (kappa_from(1 - bound, chance), 1.0)}[side]
+    return Interval(estimate, math.nan, low, high, cases, ZeroEvents(event, cases, bound, chance if side == KAPPA else math.nan))
+
+
+def without_events(interval: Interval, events: float, event: str, side: str = RATE, chance: float = math.nan,
+                   level: float = LEVEL) -> Interval:
+    """``interval`` (a case bootstrap's, ``cases`` the contributing cases), or, where the data hold no
+    ``event`` (``events``, counted from them, is 0) and the estimate is defined from at least
+    :data:`MIN_CASES` cases, :func:`zero_event_interval` over those cases (undefined stays undefined:
+    a kappa whose chance agreement is 1)."""
+    if events or not event or interval.cases is None or interval.cases < MIN_CASES or not math.isfinite(interval.estimate):
+        return interval
+    return zero_event_interval(interval.estimate, interval.cases, event, side, chance, level)
 
 
 def case_draws(cases: int, resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
@@ -237,7 +333,8 @@ def percentile_interval(estimate: float, drawn: Sequence[float] | np.ndarray, ca
     :data:`MIN_CASES` contributing ``cases``, an undefined estimate, or a statistic undefined (NaN)
     in more than one tail's share of the resamples: an interval over the resamples where it happens
     to be defined (ten rows that all agree: kappa is 1.0 wherever both classes were drawn) would
-    look far surer than the data is."""
+    look far surer than the data is. A sample without a discordant event gives a zero-width one
+    here; the callers that count the events replace it (:func:`without_events`)."""
     values = np.asarray(drawn, dtype=float)
     finite = values[np.isfinite(values)]
     if cases < MIN_CASES or len(finite) < 2 or not math.isfinite(estimate) or len(values) - len(finite) > (1 - level) / 2 * len(values):
@@ -280,35 +377,78 @@ def _of_parts(statistic: Callable[[Confusion], float]) -> Callable[[np.ndarray],
     return lambda parts: statistic(Confusion(*(int(round(x)) for x in parts)))
 
 
+def _chance(c: Confusion) -> float:
+    """Cohen's chance agreement ``p_e`` of a confusion (NaN for no pairs)."""
+    if not c.n:
+        return math.nan
+    ref_met, other_met = (c.tp + c.fn) / c.n, (c.tp + c.fp) / c.n
+    return ref_met * other_met + (1 - ref_met) * (1 - other_met)
+
+
+def _without_disagreement(name: str, interval: Interval, per_case: np.ndarray, event: str, level: float) -> Interval:
+    """A confusion statistic's interval where no case holds a disagreement (:func:`without_events`):
+    percent agreement, precision and recall of met are agreement shares over the cases they read;
+    kappa is kappa at ``p_o = 1 - B``; macro F1 is at least the mean, over met and not met, of one
+    minus the bound over the cases holding the class (with no disagreement a class's precision and
+    recall read the same rows, and an F1 is at least the smaller of the two)."""
+    pooled = Confusion(*(int(round(x)) for x in per_case.sum(axis=0)))
+    if name == "kappa":
+        return without_events(interval, 0, event, KAPPA, _chance(pooled), level)
+    if name != "macro_f1":
+        return without_events(interval, 0, event, AGREEMENT, level=level)
+    exact = without_events(interval, 0, event, AGREEMENT, level=level)
+    if exact is interval:
+        return interval
+    met, not_met = (int(np.count_nonzero(per_case[:, j])) for j in (0, 1))
+    low = 1 - (zero_event_bound(met, level) + zero_event_bound(not_met, level)) / 2
+    return Interval(exact.estimate, exact.stderr, low, exact.high, exact.cases, exact.zero_events)
+
+
 def confusion_intervals(pairs_by_case: Mapping[Hashable, Iterable[tuple[bool, bool]]], resamples: int = RESAMPLES, seed: int = 0,
-                        level: float = LEVEL, names: Sequence[str] = tuple(CONFUSION_STATISTICS)) -> dict[str, Interval]:
+                        level: float = LEVEL, names: Sequence[str] = tuple(CONFUSION_STATISTICS),
+                        zero_event: str = "") -> dict[str, Interval]:
     """Each statistic ``names`` of (reference, other) verdict pairs pooled over cases, with its case
     bootstrap interval; a case contributes to a statistic when it holds rows of the parts it reads
-    (precision of met: cases where the second rater said met)."""
+    (precision of met: cases where the second rater said met). ``zero_event`` (the name of a
+    disagreement, e.g. ``"disagreement"``): where no row of any case disagrees (counted), each
+    interval's end is the exact zero-event bound over its contributing cases (:func:`without_events`)."""
     keys = sorted(pairs_by_case, key=repr)
     per_case = confusion_matrix(pairs_by_case, keys)
     draws = case_draws(len(keys), resamples, seed)
+    discordant = int(per_case[:, 2:].sum())
     out = {}
     for name in names:
         statistic, parts = CONFUSION_STATISTICS[name]
         out[name] = bootstrap(per_case, _of_parts(statistic), draws, per_case[:, list(parts)].any(axis=1), level)
+        if zero_event and not discordant:
+            out[name] = _without_disagreement(name, out[name], per_case, zero_event, level)
     return out
 
 
 def kappa_interval(pairs_by_case: Mapping[Hashable, Iterable[tuple[bool, bool]]], resamples: int = RESAMPLES, seed: int = 0,
-                   level: float = LEVEL) -> Interval:
-    """Cohen's kappa of verdict pairs pooled over cases, with its case bootstrap interval."""
-    return confusion_intervals(pairs_by_case, resamples, seed, level, ("kappa",))["kappa"]
+                   level: float = LEVEL, zero_event: str = "") -> Interval:
+    """Cohen's kappa of verdict pairs pooled over cases, with its case bootstrap interval
+    (``zero_event``: :func:`confusion_intervals`)."""
+    return confusion_intervals(pairs_by_case, resamples, seed, level, ("kappa",), zero_event)["kappa"]
 
 
 def fleiss_interval(votes_by_case: Mapping[Hashable, Sequence[int]], raters: int, resamples: int = RESAMPLES, seed: int = 0,
-                    level: float = LEVEL) -> Interval:
+                    level: float = LEVEL, zero_event: str = "") -> Interval:
     """Fleiss' kappa of ``raters`` raters over every item of every case (an item given by its met
-    votes, :func:`fleiss_parts`), with its case bootstrap interval."""
+    votes, :func:`fleiss_parts`), with its case bootstrap interval. ``zero_event``: where every item
+    is unanimous (its met votes 0 or ``raters``, counted), the lower end is kappa at the exact bound
+    (an item's agreement is at most 1, so the mean agreement is at least ``1 - B``) with the sample's
+    chance agreement (:func:`without_events`)."""
     keys = sorted(votes_by_case, key=repr)
     per_case = np.array([fleiss_parts(votes_by_case[k], raters) for k in keys], dtype=float).reshape(len(keys), 3)
-    return bootstrap(per_case, lambda parts: fleiss_from_parts(*parts, raters), case_draws(len(keys), resamples, seed),
-                     per_case[:, 0] > 0, level)
+    interval = bootstrap(per_case, lambda parts: fleiss_from_parts(*parts, raters), case_draws(len(keys), resamples, seed),
+                         per_case[:, 0] > 0, level)
+    split = sum(1 for k in keys for m in votes_by_case[k] if 0 < m < raters)
+    if not zero_event or split or not keys:
+        return interval
+    items, _, met = per_case.sum(axis=0)
+    p_met = met / (items * raters) if items else math.nan
+    return without_events(interval, split, zero_event, KAPPA, p_met**2 + (1 - p_met) ** 2, level)
 
 
 def mean_intervals(per_case: np.ndarray, resamples: int = RESAMPLES, seed: int = 0, level: float = LEVEL) -> list[Interval]:

@@ -17,10 +17,13 @@ that come back with each judge's verdicts. The rules, one place each:
 * **Agreement** (:func:`agreement`): percent agreement, Cohen's kappa, macro F1 over met / not met
   (HealthBench's meta-evaluation metric), precision and recall of met, each with the project's
   case bootstrap interval (``scorers.agreement``: one definition of each statistic and interval,
-  undefined statistics NaN, no interval from fewer than two contributing cases).
+  undefined statistics NaN, no interval from fewer than two contributing cases). A review where the
+  judge and the physicians agree on every row has no disagreement to resample: each interval's end
+  is then the exact bound for no disagreement in n cases (``agreement.zero_event_bound``), not the
+  bootstrap's zero width (kappa 1.000 [1.000, 1.000] from ten cases is no evidence of 1.0).
 * **Physicians with each other** (:func:`rater_agreement`): Cohen's kappa of every pair on the rows
   both decided (its interval from the cases that pair decided), Fleiss' kappa on the rows every one
-  of them decided, the same bootstrap.
+  of them decided, the same bootstrap and the same bound where they never disagree.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ ACCEPTED = "met / not met / cannot tell, 符合 / 不符合 / 无法判断"
 NO_LABEL = "no label"
 TIE, NO_VOTE = "tie", "cannot tell"  # why a row has no reference
 AGREEMENT_METRICS = ("percent_agreement", "kappa", "macro_f1", "precision_met", "recall_met")
+DISAGREEMENT = "disagreement"  # the event whose absence gives the exact bound (``agreement.without_events``)
 
 
 def read_label(raw: object) -> tuple[str | None, str]:
@@ -101,8 +105,9 @@ def assign(case_rows: Mapping[str, int], reviewers: int, overlap: float, seed: i
 def agreement(pairs_by_case: Mapping[str, Sequence[tuple[bool, bool]]], resamples: int = RESAMPLES, seed: int = 0,
               level: float = LEVEL) -> dict[str, Interval]:
     """Each of :data:`AGREEMENT_METRICS` of (physicians, judge) verdict pairs pooled over cases, with
-    its case bootstrap interval (``seed``: the same figures every time)."""
-    return confusion_intervals(pairs_by_case, resamples, seed, level, AGREEMENT_METRICS)
+    its case bootstrap interval (``seed``: the same figures every time); with no disagreement on any
+    row, the exact bound for none in the contributing cases (``agreement.confusion_intervals``)."""
+    return confusion_intervals(pairs_by_case, resamples, seed, level, AGREEMENT_METRICS, DISAGREEMENT)
 
 
 def rater_agreement(labels_by_case: Mapping[str, Sequence[Mapping[str, bool]]], raters: Sequence[str], resamples: int = RESAMPLES,
@@ -114,9 +119,10 @@ def rater_agreement(labels_by_case: Mapping[str, Sequence[Mapping[str, bool]]], 
     pairwise: dict[str, dict[str, object]] = {}
     for a, b in combinations(raters, 2):
         pairs = {k: [(row[a], row[b]) for row in rows if a in row and b in row] for k, rows in labels_by_case.items()}
-        pairwise[f"{a}-{b}"] = {"rows": sum(len(v) for v in pairs.values()), "kappa": kappa_interval(pairs, resamples, seed, level).to_dict()}
+        pairwise[f"{a}-{b}"] = {"rows": sum(len(v) for v in pairs.values()),
+                                "kappa": kappa_interval(pairs, resamples, seed, level, DISAGREEMENT).to_dict()}
     full = {k: [sum(row[r] for r in raters) for row in rows if all(r in row for r in raters)] for k, rows in labels_by_case.items()}
-    fleiss = fleiss_interval(full, len(raters), resamples, seed, level) if len(raters) >= 2 else Interval.undefined()
+    fleiss = fleiss_interval(full, len(raters), resamples, seed, level, DISAGREEMENT) if len(raters) >= 2 else Interval.undefined()
     return {"raters": list(raters), "pairwise": pairwise, "fleiss_rows": sum(len(rows) for rows in full.values()),
             "fleiss_kappa": fleiss.to_dict()}
 

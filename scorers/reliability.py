@@ -34,6 +34,11 @@ figures, framework-free:
 
 Every interval resamples cases (the rows of a case share an answer), with the project's one case
 bootstrap (``scorers.agreement``); an undefined figure is NaN (``null`` in JSON, ``n/a`` printed).
+A judge that never flipped (counted: no row whose asks differ) has no flip for the bootstrap to
+resample, and its 0.000 [0.000, 0.000] would read as a judge known to be steady: the flip rate's
+upper end, the pairwise disagreement's, the self-kappa's lower end and an edit's shares are then the
+exact bound for no flip in the n cases asked (``agreement.zero_event_bound``: ``1 - 0.05 ** (1 / n)``,
+about 3 / n), marked ``zero_events``.
 """
 
 from __future__ import annotations
@@ -46,10 +51,14 @@ from itertools import combinations
 
 import numpy as np
 
-from clinconsensus_tasks.scorers.agreement import LEVEL, RESAMPLES, Z_95, Interval, bootstrap, case_draws, fleiss_interval, shows_spread
+from clinconsensus_tasks.scorers.agreement import (
+    LEVEL, NET, RESAMPLES, Z_95, Interval, bootstrap, case_draws, fleiss_interval, shows_spread, without_events,
+)
 
 BY = ("subject", "difficulty")
 UP, DOWN = "up", "down"
+FLIP = "flip"  # the event whose absence gives the exact bound (``agreement.without_events``)
+EVENTS = {"flip_rate": FLIP, UP: "flip to met", DOWN: "flip to not met"}  # an edit's shares, by what each counts
 
 
 @dataclass(frozen=True)
@@ -88,7 +97,8 @@ def _rate(rows: Sequence[AskedRow], resamples: int, seed: int, level: float) -> 
             parts[row.case_id][1] += flipped
     keys = sorted(parts, key=repr)
     matrix = np.array([parts[k] for k in keys], dtype=float).reshape(len(keys), 2)
-    return bootstrap(matrix, _ratio, case_draws(len(keys), resamples, seed), matrix[:, 0] > 0, level)
+    interval = bootstrap(matrix, _ratio, case_draws(len(keys), resamples, seed), matrix[:, 0] > 0, level)
+    return without_events(interval, int(matrix[:, 1].sum()), FLIP, level=level)
 
 
 def _pairwise(rows: Sequence[AskedRow], resamples: int, seed: int, level: float) -> Interval:
@@ -102,7 +112,8 @@ def _pairwise(rows: Sequence[AskedRow], resamples: int, seed: int, level: float)
             parts[row.case_id][1] += sum(a != b for a, b in pairs)
     keys = sorted(parts, key=repr)
     matrix = np.array([parts[k] for k in keys], dtype=float).reshape(len(keys), 2)
-    return bootstrap(matrix, _ratio, case_draws(len(keys), resamples, seed), matrix[:, 0] > 0, level)
+    interval = bootstrap(matrix, _ratio, case_draws(len(keys), resamples, seed), matrix[:, 0] > 0, level)
+    return without_events(interval, int(matrix[:, 1].sum()), FLIP, level=level)  # no pair disagrees: no row flipped
 
 
 def repeatability(rows: Sequence[AskedRow], repeat: int, resamples: int = RESAMPLES, seed: int = 0,
@@ -113,7 +124,7 @@ def repeatability(rows: Sequence[AskedRow], repeat: int, resamples: int = RESAMP
     votes: dict[Hashable, list[int]] = defaultdict(list)
     for r in whole:
         votes[r.case_id].append(sum(r.usable()))
-    kappa = fleiss_interval(votes, repeat, resamples, seed, level) if repeat >= 2 else Interval.undefined()
+    kappa = fleiss_interval(votes, repeat, resamples, seed, level, FLIP) if repeat >= 2 else Interval.undefined()
     by: dict[str, dict[str, dict[str, float]]] = {}
     for dim in BY:
         groups: dict[str, list[AskedRow]] = defaultdict(list)
@@ -142,7 +153,8 @@ def invariance(pairs: Mapping[Hashable, Sequence[tuple[bool, bool]]], resamples:
                level: float = LEVEL) -> dict[str, object]:
     """One transform's figures from (verdict on the answer as it was, verdict on the edited answer)
     pairs by case: the flip rate, ``up`` (not met to met), ``down`` (met to not met) and ``net``
-    (up - down), each a share of the pairs with its case bootstrap interval."""
+    (up - down), each a share of the pairs with its case bootstrap interval; a share whose event no
+    row shows, the exact bound for none in the cases (``net``: within +-it when no row flipped)."""
     keys = sorted(pairs, key=repr)
     matrix = np.array([[len(pairs[k]), sum(a != b for a, b in pairs[k]), sum(b and not a for a, b in pairs[k]),
                         sum(a and not b for a, b in pairs[k])] for k in keys], dtype=float).reshape(len(keys), 4)
@@ -150,11 +162,11 @@ def invariance(pairs: Mapping[Hashable, Sequence[tuple[bool, bool]]], resamples:
     has = matrix[:, 0] > 0
     share = lambda j: (lambda p: float(p[j] / p[0]) if p[0] else math.nan)  # noqa: E731
     net = lambda p: float((p[2] - p[3]) / p[0]) if p[0] else math.nan  # noqa: E731
-    return {"rows": int(matrix[:, 0].sum()), "cases": int(np.count_nonzero(has)),
-            "flip_rate": bootstrap(matrix, share(1), draws, has, level).to_dict(),
-            UP: bootstrap(matrix, share(2), draws, has, level).to_dict(),
-            DOWN: bootstrap(matrix, share(3), draws, has, level).to_dict(),
-            "net": bootstrap(matrix, net, draws, has, level).to_dict()}
+    events = matrix[:, 1:].sum(axis=0).astype(int)  # rows flipped, up, down
+    shares = {name: without_events(bootstrap(matrix, share(j), draws, has, level), events[j - 1], EVENTS[name], level=level).to_dict()
+              for j, name in enumerate(("flip_rate", UP, DOWN), start=1)}
+    return {"rows": int(matrix[:, 0].sum()), "cases": int(np.count_nonzero(has)), **shares,
+            "net": without_events(bootstrap(matrix, net, draws, has, level), events[0], FLIP, NET, level=level).to_dict()}
 
 
 def headline_noise(census: Mapping[str, int], asked: Mapping[str, Sequence[int]], case_of: Mapping[str, Hashable],

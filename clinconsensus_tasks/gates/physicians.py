@@ -4,7 +4,10 @@ against a physicians' review (``run_records.review_score.run_agreement``, in ``R
 * :func:`review_whole`: with either bar below, every sheet of the review read and labels back from
   every physician;
 * :func:`min_kappa` (``--min-kappa X``): the LOWER END of the judge-physician kappa's 95% interval
-  at least X, from at least :data:`GATE_MIN_CASES` reviewed cases and :data:`GATE_MIN_ROWS` rows;
+  at least X, from at least :data:`GATE_MIN_CASES` reviewed cases and :data:`GATE_MIN_ROWS` rows; a
+  review with no disagreement on any row is read at the exact bound for none in its cases (kappa at
+  ``p_o = 1 - (1 - 0.05 ** (1 / n))``, ``scorers.agreement.zero_event_bound``), not the bootstrap's
+  zero-width 1.000 [1.000, 1.000], and a refusal says how many such cases would pass;
 * :func:`judge_bias` (``--max-judge-bias X``): the interval of the judge's bias on rubric accuracy
   (its headline minus the physicians' estimate over every case) within +-X points; a review whose
   reviewed cases show no spread gives no interval (``physician_review.physicians_estimate``'s
@@ -28,6 +31,7 @@ from clinconsensus_tasks.gates.facts import RunFacts
 from clinconsensus_tasks.gates.texts import figure, interval_text, points, undefined
 from clinconsensus_tasks.log_files import CLIMEDBENCH
 from clinconsensus_tasks.run_records.review_intake import MIN_LABELLED_SHARE, coverage_text
+from clinconsensus_tasks.scorers.agreement import zero_event_units
 
 GATE_MIN_CASES = 10  # the fewest reviewed cases whose percentile interval the gate reads (fewer: too few clusters)
 GATE_MIN_ROWS = 100  # and rows: ten rows that all agree give kappa 1.0 in every resample
@@ -58,13 +62,31 @@ def _no_rows(found: Mapping[str, Any]) -> str:
             "(clinconsensus-eval review export RUN) and have the sheets filled")
 
 
-def _cases_needed(kappa: Mapping[str, float], cases: int, bar: float) -> str:
+def _cases_without_disagreement(zero: Mapping[str, Any], cases: int, bar: float) -> str:
+    """How many cases, none with a disagreement, bring the exact bound's kappa to ``bar`` at this
+    chance agreement: kappa at ``p_o = 1 - B`` is ``1 - B / (1 - p_e)``, so ``B <= (1 - bar)(1 - p_e)``,
+    solved for the cases by ``scorers.agreement.zero_event_units``."""
+    chance = zero["chance"]
+    needed = zero_event_units((1 - bar) * (1 - chance))
+    if needed is None:
+        return f"no review of any size shows kappa >= {bar:g} at its interval's lower end: a sample leaves room for a disagreement"
+    needed = max(needed, GATE_MIN_CASES)
+    more = f" ({needed - cases} more)" if needed > cases else ""
+    return (f"with no disagreement, {needed} cases{more} would bring the exact bound's lower end to {bar:g} at this chance "
+            f"agreement ({chance:.3f})")
+
+
+def _cases_needed(kappa: Mapping[str, Any], cases: int, bar: float) -> str:
     """How many cases the review would need for the kappa interval's lower end to reach ``bar``:
     the interval's half-width shrinks as one over the square root of the cases (at this spread and
-    this estimate), or docs/review.md's simulation where there is no interval yet."""
+    this estimate), or docs/review.md's simulation where there is no interval yet; for a review with
+    no disagreement, the cases that bring the exact bound to ``bar`` (:func:`_cases_without_disagreement`)."""
     estimate, low = kappa["estimate"], kappa["low"]
     plan = (f"docs/review.md's simulation asks for about {PLANNED_CASES['even']} cases of 30 criteria at kappa 0.7 with the "
             f"judge's errors spread evenly, {PLANNED_CASES['clustered']} with them clustered")
+    zero = kappa.get("zero_events")
+    if zero and "chance" in zero:
+        return _cases_without_disagreement(zero, cases, bar)
     if math.isnan(low) or math.isnan(estimate):
         return (f"the gate reads an interval from at least {GATE_MIN_CASES} cases and {GATE_MIN_ROWS} rows with a physicians' "
                 f"reference; {plan}")
@@ -142,7 +164,9 @@ def min_kappa(run: RunFacts, bar: ReleaseBar) -> list[str]:
     """With ``--min-kappa X``: the run's judge agrees with the physicians of the review at least X
     at the LOWER END of the kappa's 95% interval (a one-sided test: the estimate alone passes a
     judge the review cannot show to be that good), on a review of at least :data:`GATE_MIN_CASES`
-    cases (every sheet read and every physician's labels back: :func:`review_whole`)."""
+    cases (every sheet read and every physician's labels back: :func:`review_whole`). With no
+    disagreement on any row, the lower end is the exact bound the scoring core put there
+    (``zero_events``): the gate reads it as any other lower end."""
     if bar.min_kappa is None or run.benchmark == CLIMEDBENCH:
         return []
     found = run.physicians
@@ -157,8 +181,12 @@ def min_kappa(run: RunFacts, bar: ReleaseBar) -> list[str]:
                         f"{bar.min_kappa:g}, so no review of any size would show kappa >= {bar.min_kappa:g}; change the judge "
                         "(another model or prompt) and review it again")
     elif cases < GATE_MIN_CASES or found["rows"] < GATE_MIN_ROWS or undefined(kappa["low"]):
-        problems.append(f"{physicians_text(found)}: too small a review to show kappa >= {bar.min_kappa:g} "
-                        f"({_cases_needed({**kappa, 'low': math.nan}, cases, bar.min_kappa)})")
+        if kappa.get("zero_events"):
+            why = (f"the gate reads an interval from at least {GATE_MIN_CASES} cases and {GATE_MIN_ROWS} rows with a physicians' "
+                   f"reference; {_cases_needed(kappa, cases, bar.min_kappa)}")
+        else:
+            why = _cases_needed({**kappa, "low": math.nan}, cases, bar.min_kappa)
+        problems.append(f"{physicians_text(found)}: too small a review to show kappa >= {bar.min_kappa:g} ({why})")
     elif kappa["low"] < bar.min_kappa:
         problems.append(f"{physicians_text(found)}: the interval's lower end {kappa['low']:.3f} is below --min-kappa "
                         f"{bar.min_kappa:g} ({_cases_needed(kappa, cases, bar.min_kappa)})")

@@ -27,7 +27,8 @@ def reliability_section(check: Any, figures: Sequence[Mapping[str, Any]], left_o
         f"{settings['criteria_per_case']}; each row asked {settings['repeat']} times as it was and once under each edit "
         f"({', '.join(settings['transforms']) or 'none'}), each ask a fresh request under the run's own protocol. Flip rate: rows "
         "whose asks are not all equal; pairwise: pairs of asks that disagree; self-kappa: Fleiss' kappa with each ask a rater. "
-        "Intervals: 95% percentile bootstrap of cases.")
+        "Intervals: 95% percentile bootstrap of cases; where no row flipped, the bootstrap has nothing to resample, and the "
+        "interval's end is the exact bound for no flip in n cases, 1 - 0.05^(1/n) (marked: exact bound).")
     if incomplete:
         section.notes.append(f"NOT FINISHED: {incomplete} planned asks are missing; run the same reliability command again.")
     section.notes += left_out

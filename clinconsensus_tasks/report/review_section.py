@@ -48,7 +48,9 @@ def review_section(result: Mapping[str, Any]) -> Section:
         f"{rows['items']} (answer, criterion) rows exported, {rows['labelled_items']} labelled, {rows['with_reference']} with a "
         f"physicians' reference (their majority; {rows['ties']} ties and {rows['cannot_tell']} rows of 'cannot tell' only are "
         f"left out, not guessed). Intervals: 95% percentile bootstrap of cases ({result['resamples']} resamples, seed "
-        f"{result['seed']}): a case's criteria share one answer, so cases are resampled, not rows.")
+        f"{result['seed']}): a case's criteria share one answer, so cases are resampled, not rows. Where judge and physicians "
+        "agree on every row, the bootstrap has nothing to resample, and the interval's end is the exact bound for no "
+        "disagreement in n cases, 1 - 0.05^(1/n) (kappa at that observed agreement; marked: exact bound).")
     section.notes.append(f"Coverage: {coverage_text(result['coverage'])}.")
     if result["problems"]:
         section.notes.append(f"{len(result['problems'])} rows or files left out of the sheets (edited, added, deleted, duplicated, "

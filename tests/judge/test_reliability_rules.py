@@ -12,7 +12,7 @@ import pytest
 
 from clinconsensus_tasks.gates.bar import ReleaseBar
 from clinconsensus_tasks.gates.facts import RunFacts
-from clinconsensus_tasks.gates.reliability import max_flip_rate
+from clinconsensus_tasks.gates.reliability import flip_text, max_flip_rate
 from clinconsensus_tasks.scorers.agreement import Interval, case_draws, fleiss_kappa
 from clinconsensus_tasks.scorers.clinconsensus.answer_forms import CLOSING, TRANSFORMS, language, transform
 from clinconsensus_tasks.scorers.reliability import AskedRow, headline_noise, invariance, repeatability
@@ -44,6 +44,7 @@ def test_repeatability_worked_by_hand():
     parts = draws @ np.array([[3.0, 1.0], [2.0, 0.0]])
     rates = parts[:, 1] / parts[:, 0]
     assert found["flip_rate"]["low"] == pytest.approx(np.percentile(rates, 2.5))
+    assert found["flip_rate"]["high"] == pytest.approx(np.percentile(rates, 97.5)) and "zero_events" not in found["flip_rate"]
 
 
 def test_a_flip_rate_grows_with_the_asks_and_the_pairwise_rate_does_not():
@@ -245,3 +246,74 @@ def test_an_asks_file_is_read_by_a_strict_grammar_and_never_raises(tmp_path):
                      f"{first}:7: not an ask (not a JSON object): left out",
                      f"{first}:9: u1 asked twice: the first answer kept",
                      f"{tmp_path / ASKS / '000002-b.jsonl'}: not UTF-8 text (byte 31): every ask in it left out"]
+
+
+# -- a judge that never flipped: the exact bound for no flip in n cases (issue 58, item 6) -----------------
+
+
+def never_flipped(cases: int, criteria: int = 10) -> list[AskedRow]:
+    """``cases`` cases of ``criteria`` rows, each asked twice alike: met on the first half, not met on the rest."""
+    return [row(f"c{k:02d}", str(i), i < criteria // 2, i < criteria // 2) for k in range(cases) for i in range(criteria)]
+
+
+def bound(n: int) -> float:
+    return 1 - 0.05 ** (1 / n)  # the exact one-sided 95% bound for 0 of n cases
+
+
+def test_a_judge_that_never_flipped_gets_the_exact_bound_for_its_cases_not_a_zero_width_interval():
+    # 12 cases of 10 rows, no flip: the case bootstrap's 0.000 [0.000, 0.000] would pass any bar.
+    found = repeatability(never_flipped(12), 2, resamples=200)
+    assert found["flip_rate"] == {"estimate": 0.0, "stderr": pytest.approx(math.nan, nan_ok=True), "low": 0.0,
+                                  "high": pytest.approx(bound(12)), "cases": 12,
+                                  "zero_events": {"event": "flip", "cases": 12, "bound": pytest.approx(bound(12))}}
+    assert bound(12) == pytest.approx(0.2209221919455559)
+    assert found["pairwise_disagreement"]["high"] == pytest.approx(bound(12))
+    # self-kappa: every item unanimous, met on half: chance 0.5, lower end kappa at p_o = 1 - B
+    kappa = found["self_kappa"]
+    assert (kappa["estimate"], kappa["low"], kappa["high"]) == (1.0, pytest.approx(1 - bound(12) / 0.5), 1.0)
+    assert kappa["zero_events"]["chance"] == 0.5
+    assert flip_text({"judge": "j", "repeatability": found}) == (
+        "judge j flips 0.000 [0.000, 0.221] (no flip in 12 cases: exact bound) of its rows asked 2 times (120 rows of 12 cases; "
+        "self-kappa 1.000 [0.558, 1.000] (no flip in 12 cases: exact bound))")
+    # each slice's rate over its own cases
+    assert found["by"]["subject"]["心内"]["high"] == pytest.approx(bound(12))
+    # an edit that moved no verdict: every share bounded, net within +-B
+    edits = invariance({f"c{k}": [(T, T), (F, F)] for k in range(30)}, resamples=100)
+    assert [edits[k]["high"] for k in ("flip_rate", "up", "down", "net")] == [pytest.approx(bound(30))] * 4
+    assert edits["net"]["low"] == pytest.approx(-bound(30)) and edits["up"]["zero_events"]["event"] == "flip to met"
+    # one edit moved up only: up keeps its bootstrap, down (none) gets the bound
+    moved = invariance({**{f"c{k}": [(T, T), (F, F)] for k in range(29)}, "c29": [(F, T), (F, F)]}, resamples=100)
+    assert "zero_events" not in moved["up"] and "zero_events" not in moved["net"] and moved["down"]["high"] == pytest.approx(bound(30))
+
+
+@pytest.mark.parametrize("cases, bar, passes", [(59, 0.05, True), (30, 0.05, False), (29, 0.1, True), (28, 0.1, False),
+                                                (14, 0.2, True), (13, 0.2, False)])
+def test_the_gate_passes_a_judge_without_flips_by_its_cases(cases, bar, passes):
+    # The upper end is 1 - 0.05 ** (1 / n): 0.0495 at 59 cases, 0.0950 at 30, 0.0981 at 29, 0.1014 at
+    # 28, 0.1926 at 14, 0.2057 at 13; the refusal names the cases that would pass (0.05: 59, 0.1: 29, 0.2: 14).
+    found = {"judge": "j", "repeatability": repeatability(never_flipped(cases), 2, resamples=100)}
+    problems = max_flip_rate(facts(found), ReleaseBar(max_flip_rate=bar))
+    if passes:
+        assert problems == []
+        return
+    needed = {0.05: 59, 0.1: 29, 0.2: 14}[bar]
+    assert problems == [
+        f"{flip_text(found)}: the interval's upper end {bound(cases):.3f} is above --max-flip-rate {bar:g} (with no flip, "
+        f"{needed} cases ({needed - cases} more) would bring the exact bound's upper end to {bar:g})"]
+    assert f"0.000 [0.000, {bound(cases):.3f}] (no flip in {cases} cases: exact bound)" in problems[0]
+
+
+def test_the_gate_on_a_small_check_without_flips_names_the_cases_and_a_bar_of_0_is_never_shown():
+    small = {"judge": "j", "repeatability": repeatability(never_flipped(5), 2, resamples=100)}
+    assert max_flip_rate(facts(small), ReleaseBar(max_flip_rate=0.05)) == [
+        f"{flip_text(small)}: too small a check to show a flip rate <= 0.05 (the gate reads an interval from at least 10 asked "
+        "cases and 100 rows; with no flip, 59 cases (54 more) would bring the exact bound's upper end to 0.05)"]
+    # 40 cases of 2 rows: cases enough, rows not (80 < 100); the bound alone would pass 0.1
+    few_rows = {"judge": "j", "repeatability": repeatability(never_flipped(40, criteria=2), 2, resamples=100)}
+    (problem,) = max_flip_rate(facts(few_rows), ReleaseBar(max_flip_rate=0.1))
+    assert "too small a check to show a flip rate <= 0.1 (the gate reads an interval from at least 10 asked cases and 100 rows; " \
+           "with no flip, 29 cases would bring the exact bound's upper end to 0.1)" in problem
+    steady = {"judge": "j", "repeatability": repeatability(never_flipped(300), 2, resamples=50)}
+    assert max_flip_rate(facts(steady), ReleaseBar(max_flip_rate=0.0)) == [
+        f"{flip_text(steady)}: the interval's upper end 0.010 is above --max-flip-rate 0 (no check of any size shows a flip rate "
+        "<= 0 at its interval's upper end: a sample leaves room for a flip)"]

@@ -133,21 +133,65 @@ def gate(capsys, run, check_dir, bar="0.05"):
     return code, lines
 
 
-def test_the_gate_refuses_the_noisy_judge_and_passes_the_steady_one_in_both_frameworks(fake_server, tmp_path, capsys):
+SIXTY = 60  # cases: a judge that never flips shows a flip rate <= 0.05 from 59 (1 - 0.05 ** (1 / 59) = 0.0495)
+
+
+def sixty_cases(path):
+    """A data file of :data:`SIXTY` cases: the bundled sample's 12, and four copies of each under ids
+    and contexts of their own (every case its own answer and its own judge requests)."""
+    from clinconsensus_tasks.clinconsensus.dataset import sample_path
+
+    records = [json.loads(line) for line in sample_path().read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = []
+    for copy in range(SIXTY // len(records)):
+        for record in records:
+            if copy:
+                record = {**record, "case_id": f"{record['case_id']}-{copy}", "clinical_context": f"{record['clinical_context']}（第{copy + 1}次就诊）"}
+            out.append(json.dumps(record, ensure_ascii=False))
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return path
+
+
+def run_inspect_on(data, log_dir, judge):
+    """``run_inspect`` on another data file than the bundled sample."""
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+
+    (log,) = inspect_eval(clinconsensus(data=str(data)), model="openai-api/cand/cand-model", model_roles={"grader": f"openai-api/judge/{judge}"},
+                          log_dir=str(log_dir), display="none", max_retries=3)
+    assert log.status == "success", log.error
+    return log
+
+
+def test_the_gate_refuses_the_noisy_judge_and_passes_the_steady_one_in_both_frameworks(fake_server, tmp_path, capsys, monkeypatch):
+    # A judge that never flips is read at the exact bound for no flip in its cases (issue 58, item 6):
+    # from the bundled sample's 12 cases at best 0.221, above --max-flip-rate 0.05, so the check asks 60
+    # cases (three criteria each, 180 rows; no edits: the gate reads the repeated asks) of a 60-case file.
+    data = sixty_cases(tmp_path / "sixty.jsonl")
+    monkeypatch.setenv("CLINCONSENSUS_DATA", str(data))
     outcomes = {}
     for kind, judges in (("noisy", {"inspect": "judge-flip20-i", "lm-eval": "judge-flip20-l"}),
                          ("steady", {"inspect": "judge-model", "lm-eval": "judge-model"})):
-        log, _ = run_inspect(tmp_path / f"logs-{kind}", judge=judges["inspect"])
+        log = run_inspect_on(data, tmp_path / f"logs-{kind}", judges["inspect"])
         samples = lmeval_samples(fake_server.base_url, tmp_path / f"lm-{kind}", judges["lm-eval"])
         for framework, run in (("inspect", log.location), ("lm-eval", samples)):
-            check(capsys, run, tmp_path / f"check-{kind}-{framework}")
+            capsys.readouterr()
+            assert main(["reliability", str(run), "--output", str(tmp_path / f"check-{kind}-{framework}"), "--cases", str(SIXTY),
+                         "--criteria-per-case", "3", "--transforms", "none", "--resamples", "300", "--json"]) == 0
+            figures = json.loads(capsys.readouterr().out)
             code, lines = gate(capsys, run, tmp_path / f"check-{kind}-{framework}")
-            outcomes[kind, framework] = (code, [line.split(": ", 1)[1] for line in lines if line.startswith("FAIL")])
+            outcomes[kind, framework] = (code, [line.split(": ", 1)[1] for line in lines if line.startswith("FAIL")],
+                                         headline_judge(figures)["repeatability"], lines)
     for framework in ("inspect", "lm-eval"):
-        code, fails = outcomes["noisy", framework]
+        code, fails, rate, _ = outcomes["noisy", framework]
+        assert rate["cases"] == SIXTY and rate["rows_counted"] == 3 * SIXTY and rate["flip_rate"]["estimate"] > 0.05
         assert code == 1 and len(fails) == 1 and "the judge falls short: its whole interval lies above --max-flip-rate 0.05" in fails[0]
-        code, fails = outcomes["steady", framework]
+        code, fails, rate, lines = outcomes["steady", framework]
+        assert rate["flip_rate"]["high"] == pytest.approx(1 - 0.05 ** (1 / SIXTY)) and rate["flip_rate"]["zero_events"]["cases"] == SIXTY
         assert fails == []  # the flip-rate check passes (the stand-in run fails other checks: exit 1 all the same)
+        assert any("flips 0.000 [0.000, 0.049] (no flip in 60 cases: exact bound) of its rows asked 2 times (180 rows of 60 cases" in line
+                   for line in lines), lines  # the line under the verdict: the interval the gate read, and why
     strip = lambda t: t.replace("openai-api/judge/", "").replace("judge-flip20-i", "J").replace("judge-flip20-l", "J")  # noqa: E731
     assert strip(outcomes["noisy", "inspect"][1][0]) == strip(outcomes["noisy", "lm-eval"][1][0])
 

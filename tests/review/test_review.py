@@ -794,6 +794,88 @@ def test_a_review_with_spread_still_gives_its_bias_interval_and_the_gate_reads_i
         "24 cases reviewed (subject x difficulty): the bias interval [-3.3, +8.9] is not within +-2 points (--max-judge-bias)"]
 
 
+# -- a review agreeing on every row: the exact bound for no disagreement in n cases (issue 58, item 6) -------
+
+
+def bound(n: int) -> float:
+    return 1 - 0.05 ** (1 / n)  # the exact one-sided 95% bound for 0 of n cases
+
+
+def agreeing_review(tmp_path, cases: int):
+    """``cases`` of 30 cases reviewed (10 criteria each), the physicians labelling exactly what the judge
+    said (met on criteria 0-4 of every case): no disagreement, chance agreement 0.5."""
+    run = twelve_cases(lambda c, i: i < 5, count=30)
+    folder = export(tmp_path, [run], cases=cases, folder=f"agree-{cases}")
+    fill_xlsx(folder / "physician_1.xlsx", lambda c, i: i < 5)
+    return run, folder
+
+
+def test_a_review_agreeing_on_every_row_gives_the_exact_bound_not_a_zero_width_kappa(tmp_path, capsys):
+    # The case bootstrap gives 1.000 [1.000, 1.000] from these 12 cases, and --min-kappa passed it at
+    # any bar. The lower end is kappa at p_o = 1 - B(12) = 1 - 0.2209 with p_e = 0.5: 1 - 0.2209 / 0.5 = 0.558.
+    run, folder = agreeing_review(tmp_path, 12)
+    found = run_agreement(run.records, load_review(folder))
+    kappa = found["overall"]["kappa"]
+    assert found["rows"] == 120 and found["overall"]["cases"] == 12
+    assert (kappa["estimate"], kappa["low"], kappa["high"]) == (1.0, pytest.approx(1 - bound(12) / 0.5), 1.0)
+    assert kappa["low"] == pytest.approx(0.5581556161088883) and math.isnan(kappa["stderr"])
+    assert kappa["zero_events"] == {"event": "disagreement", "cases": 12, "bound": pytest.approx(bound(12)), "chance": 0.5}
+    for name in ("percent_agreement", "macro_f1", "precision_met", "recall_met"):
+        assert (found["overall"][name]["low"], found["overall"][name]["high"]) == (pytest.approx(1 - bound(12)), 1.0), name
+    # review score: the table prints the interval used and says so; --json writes it (null standard error)
+    assert cli_main(["review", "score", str(folder), "--json"]) == 0
+    overall = strict_json(capsys.readouterr().out)["judges"][0]["overall"]
+    assert overall["kappa"]["stderr"] is None and overall["kappa"]["zero_events"]["cases"] == 12
+    assert cli_main(["review", "score", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "1.000 [0.558, 1.000] (no disagreement in 12 cases: exact bound)" in out
+    assert "1.000 [0.779, 1.000] (no disagreement in 12 cases: exact bound)" in out  # agreement, macro F1, precision, recall
+    assert "[1.000, 1.000]" not in out
+    # the report's section: the same
+    from clinconsensus_tasks.report.review_section import review_section
+
+    (table,) = [t for t in review_section(score_review(load_review(folder))).tables if t.title == "Each judge against the physicians' labels"]
+    assert "1.000 [0.558, 1.000] (no disagreement in 12 cases: exact bound)" in table.rows[0]
+
+
+@pytest.mark.parametrize("cases, min_kappa, passes", [(12, 0.55, True), (12, 0.7, False), (18, 0.7, False), (19, 0.7, True),
+                                                      (28, 0.8, False), (29, 0.8, True)])
+def test_the_gate_passes_a_review_without_disagreement_by_its_cases(tmp_path, cases, min_kappa, passes):
+    # p_e = 0.5: the lower end is 1 - 2 B(n): 0.558 at 12 cases, 0.693 at 18, 0.708 at 19, 0.797 at 28,
+    # 0.803 at 29. The cases that pass X: B <= (1 - X) / 2, 19 for 0.7 and 29 for 0.8.
+    run, folder = agreeing_review(tmp_path, cases)
+    found = run_agreement(run.records, load_review(folder))
+    low = 1 - 2 * bound(cases)
+    assert found["overall"]["kappa"]["low"] == pytest.approx(low) and found["rows"] == 10 * cases
+    problems = gate(run.records, load_review(folder), min_kappa)
+    if passes:
+        assert problems == []
+        return
+    from clinconsensus_tasks.gates.physicians import physicians_text
+
+    needed = {0.7: 19, 0.8: 29}[min_kappa]
+    assert problems == [
+        f"{physicians_text(found)}: the interval's lower end {low:.3f} is below --min-kappa {min_kappa:g} (with no disagreement, "
+        f"{needed} cases ({needed - cases} more) would bring the exact bound's lower end to {min_kappa:g} at this chance agreement "
+        "(0.500))"]
+    assert problems[0].startswith(f"judge-physician kappa 1.000 [{low:.3f}, 1.000] (no disagreement in {cases} cases: exact bound), "
+                                  f"macro F1 1.000 on {10 * cases} rows of {cases} cases")
+
+
+def test_a_small_review_without_disagreement_is_refused_with_the_cases_it_needs(tmp_path):
+    run, folder = agreeing_review(tmp_path, 8)
+    (problem,) = gate(run.records, load_review(folder), 0.7)
+    assert "kappa 1.000 [0.375, 1.000] (no disagreement in 8 cases: exact bound)" in problem
+    assert problem.endswith("too small a review to show kappa >= 0.7 (the gate reads an interval from at least 10 cases and 100 rows "
+                            "with a physicians' reference; with no disagreement, 19 cases (11 more) would bring the exact bound's "
+                            "lower end to 0.7 at this chance agreement (0.500))")
+    # --min-kappa 1: no sample shows it
+    run, folder = agreeing_review(tmp_path, 20)
+    (problem,) = gate(run.records, load_review(folder), 1.0)
+    assert problem.endswith("the interval's lower end 0.722 is below --min-kappa 1 (no review of any size shows kappa >= 1 at its "
+                            "interval's lower end: a sample leaves room for a disagreement)")
+
+
 def test_every_case_has_the_same_chance_of_being_reviewed():
     # 30 cases from 36 uneven subjects: proportional quotas are mostly below one. Largest remainders
     # would give the same subjects the spare draws every time (some cases never reviewed, the
