@@ -364,10 +364,13 @@ def benchmark_of(path: Path) -> str:
     raise ClinConsensusError(f"{path}: task {task!r} is neither ClinConsensus nor CliMedBench")
 
 
-def run_files(path: str | Path) -> list[Path]:
+def run_files(path: str | Path, benchmark: str | None = None) -> list[Path]:
     """The log file(s) of ONE run: the file itself, or the one Inspect log or the lm-eval samples
     files of one call in a folder (an lm-eval CliMedBench run writes one file per scenario).
-    :class:`SeveralRuns` when the folder holds more than one run."""
+    :class:`SeveralRuns` when the folder holds more than one run. ``benchmark``: the run of that
+    benchmark among a folder's lm-eval samples files, as one call of both writes them
+    (``lm_eval --tasks clinconsensus,climedbench --log_samples --output_path DIR``: one
+    ClinConsensus samples file beside the CliMedBench ones)."""
     path = location(path)
     if is_url(path):
         single, logs = _remote_objects(path)
@@ -387,6 +390,8 @@ def run_files(path: str | Path) -> list[Path]:
         raise SeveralRuns(f"{path}: holds several runs ({', '.join(map(str, [*inspect_logs, *samples][:6]))}); name the log file of one run")
     if inspect_logs:
         return inspect_logs
+    if benchmark is not None and any(lmeval_task(p).startswith(benchmark) for p in samples):
+        samples = [p for p in samples if lmeval_task(p).startswith(benchmark)]
     tasks = [lmeval_task(p) for p in samples]
     clin_tasks = {t for t in tasks if t.startswith(CLINCONSENSUS)}
     if len(set(tasks)) < len(tasks) or len({t.split("_")[0] for t in tasks}) > 1 or len(clin_tasks) > 1:

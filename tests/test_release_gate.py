@@ -103,6 +103,20 @@ def gate(*paths, flags=(), env=None) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env or dict(os.environ), timeout=300)
 
 
+def headline_line(path) -> str:
+    """The numbers a passing run's line shows, made here from its records: each headline metric with
+    the report's interval (the one case bootstrap, 1000 resamples, seed 0)."""
+    from clinconsensus_tasks.clinconsensus.logs import read_case_records
+    from clinconsensus_tasks.scorers.agreement import mean_intervals
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import case_term_rows
+
+    names = ["cacs@10", "cacs@7", "pass@10", "pass@7", "rubric_accuracy"]
+    rows = case_term_rows([r.graded.result() for r in read_case_records(path)], (10, 7), 30)
+    shown = [f"{name} {i.estimate:.3f} [{i.low:.3f}, {i.high:.3f}]"
+             for name, i in zip(names, mean_intervals([[row[n] for n in names] for row in rows], 1000, 0))]
+    return ", ".join(shown) + f" ({len(rows)} cases; 95% intervals: case bootstrap, 1000 resamples)"
+
+
 def fails(out: subprocess.CompletedProcess, path) -> list[str]:
     assert out.returncode == 1, out.stdout + out.stderr
     return [line.split(": ", 1)[1] for line in out.stdout.splitlines() if line.startswith(f"FAIL {path}: ")]
@@ -116,11 +130,27 @@ def test_a_release_run_passes_in_both_frameworks_and_nothing_in_its_environment_
     out = gate(log.location, samples, flags=flags)
     accepted = f"release profile, data sha256 {sha[:12]}... (--data-sha256)"
     assert out.returncode == 0, out.stdout + out.stderr
-    assert out.stdout.splitlines() == [f"ok   {samples}: {accepted}", f"ok   {log.location}: {accepted}"]
+    # each run passed, with the headline numbers it passed under its line (issue 58, item 8b)
+    assert out.stdout.splitlines() == [f"ok   {samples}: {accepted}", f"     {samples}: {headline_line(samples)}",
+                                       f"ok   {log.location}: {accepted}", f"     {log.location}: {headline_line(log.location)}"]
+    # --json: the same facts as strict JSON, the same exit code (item 8a)
+    as_json = gate(log.location, samples, flags=(*flags, "--json"))
+    assert as_json.returncode == 0 and as_json.stderr.splitlines() == [f"2 of 2 run(s) pass the {accepted}"]
+    found = json.loads(as_json.stdout)
+    assert (found["profile"], found["exceptions"], found["passed"], found["superseded"]) == (accepted, [], True, [])
+    assert [(r["run"], r["verdict"], r["problems"]) for r in found["runs"]] == [(str(samples), "ok", []), (log.location, "ok", [])]
+    for run in found["runs"]:
+        assert ", ".join(f"{name} {f['estimate']:.3f} [{f['low']:.3f}, {f['high']:.3f}]" for name, f in run["headline"].items()) \
+            == headline_line(run["run"]).split(" (")[0]
+        assert {f["cases"] for f in run["headline"].values()} == {N_CASES}
     # Without the file named, the copy is not the hub data at the pinned revision.
-    assert fails(gate(log.location), log.location) == [
-        f"data {data} is not the public dataset from the hub: run with the hub data (Inspect -T data=hub), or name this "
-        f"file's sha256 if it is a copy of the public file (--data-sha256 {sha})"]
+    refusal = [f"data {data} is not the public dataset from the hub: run with the hub data (Inspect -T data=hub), or name this "
+               f"file's sha256 if it is a copy of the public file (--data-sha256 {sha})"]
+    assert fails(gate(log.location), log.location) == refusal
+    refused = gate(log.location, flags=("--json",))
+    assert refused.returncode == 1 and json.loads(refused.stdout)["runs"] == [
+        {"run": log.location, "framework": "inspect", "benchmark": "clinconsensus", "verdict": "FAIL", "problems": refusal,
+         "headline": None, "physicians": None, "reliability": None}]
 
     # Item 2: the run's own advice (raise the threshold, 0 = never stop) lets a dead judge's run
     # finish as a success; the gate, run in the same shell, still refuses it, in both frameworks.
@@ -133,7 +163,9 @@ def test_a_release_run_passes_in_both_frameworks_and_nothing_in_its_environment_
         assert [p.split(" (")[0] for p in fails(out, path)] == [f"{30 * N_CASES} of {30 * N_CASES} judgments failed, above the 1.0% allowed"]
     # A looser bar is a flag of the gate, printed on the verdict line; no flag turns it off.
     loose = gate(log.location, flags=(*flags, "--judge-failure-threshold", "0.05"))
-    assert loose.returncode == 0 and loose.stdout.strip().endswith("EXCEPTIONS: --judge-failure-threshold 0.05")
+    assert loose.returncode == 0 and loose.stdout.splitlines()[0].endswith("EXCEPTIONS: --judge-failure-threshold 0.05")
+    loose = gate(log.location, flags=(*flags, "--judge-failure-threshold", "0.05", "--json"))
+    assert loose.returncode == 0 and json.loads(loose.stdout)["exceptions"] == ["--judge-failure-threshold 0.05"]
     for never in ("1", "100%"):
         refused = gate(dead.location, flags=(*flags, "--judge-failure-threshold", never))
         assert refused.returncode == 2 and "the gate has no 'never'" in refused.stderr
@@ -171,6 +203,30 @@ def test_the_official_script_given_as_a_path_offline_is_the_official_prompt_in_b
         f"judge prompt {altered} is not the official prompt (run_local_judge.py files are official by their sha256, "
         f"{pinned}: this one's content differs; download it again and check it): run with judge_prompt=official "
         f"(the default), or accept it with --allow-prompt {altered}"]
+
+
+def test_a_smoke_test_left_beside_the_release_run_is_named_with_the_fix_in_both_frameworks(fake_server, release, tmp_path):
+    # Issue 58 item 5: the quick start's --limit 1 run written where the release run goes.
+    data, sha = release
+    smoke = inspect_run(tmp_path / "logs", data, limit=1)
+    full = inspect_run(tmp_path / "logs", data)
+    lm_smoke, _ = lmeval_run(fake_server, tmp_path / "results" / "smoke", limit=1)
+    lm_full, _ = lmeval_run(fake_server, tmp_path / "results" / "full")
+    out = gate(tmp_path / "logs", tmp_path / "results", flags=("--data-sha256", sha))
+    fix = ("keep smoke tests in a folder of their own (inspect eval --log-dir logs-smoke, lm_eval --output_path "
+           "results-smoke), move this run there and gate the release folder again")
+    assert fails(out, smoke.location) == [
+        "a part of the data (--limit 1): run every case, without --limit",
+        f"a smoke test beside the release run: cand-model ran part of clinconsensus here (--limit 1) and "
+        f"all of it in {full.location}; {fix}"]
+    assert fails(out, lm_smoke) == [
+        "a part of the data (--limit 1): run every case, without --limit",
+        f"a smoke test beside the release run: cand-model ran part of clinconsensus here (--limit 1) and all of it in "
+        f"{lm_full}; {fix}"]
+    assert f"ok   {full.location}: " in out.stdout and f"ok   {lm_full}: " in out.stdout
+    # Alone, a partial run is just that: no smoke-test line.
+    assert fails(gate(smoke.location, flags=("--data-sha256", sha)), smoke.location) == [
+        "a part of the data (--limit 1): run every case, without --limit"]
 
 
 def test_self_graded_runs_are_refused_in_both_frameworks(fake_server, release, tmp_path, monkeypatch):
@@ -238,7 +294,7 @@ def test_partial_edited_and_unofficial_runs_are_refused_in_both_frameworks(fake_
         assert fails(out, path) == [f"judge prompt {custom} is not the official prompt: run with judge_prompt=official "
                                     f"(the default), or accept it with --allow-prompt {custom}"]
     accepted = gate(log.location, flags=(*flags, "--allow-prompt", str(custom)))
-    assert accepted.returncode == 0 and accepted.stdout.strip().endswith(f"EXCEPTIONS: --allow-prompt {custom}")
+    assert accepted.returncode == 0 and accepted.stdout.splitlines()[0].endswith(f"EXCEPTIONS: --allow-prompt {custom}")
     # Header numbers edited (the samples say otherwise), and an older task version.
     edited = read_eval_log(log.location)
     edited.results.scores[0].metrics["cacs@10"].value = 0.9
@@ -258,8 +314,8 @@ def test_partial_edited_and_unofficial_runs_are_refused_in_both_frameworks(fake_
     samples.unlink()
     assert fails(gate(results, flags=flags), results) == [
         f"no samples file for clinconsensus beside {results.name}: nothing to check the numbers against; run lm_eval "
-        "with --log_samples; finish it: run the same lm_eval command again (verdict cache, --use_cache: nothing paid for "
-        "is asked again)"]
+        "with --log_samples; finish it: run the same lm_eval command again, with --use_cache PREFIX if its error named one "
+        "(the answers it kept; verdicts come from the verdict cache)"]
 
 
 def test_the_demo_is_not_a_release_run_and_the_gate_says_why_in_one_line_each(fake_server, tmp_path):

@@ -11,7 +11,9 @@ stand-in answer of the given length and counts their tokens with, in this order 
 * an OpenAI encoding (``--tokenizer o200k_base`` or ``cl100k_base``) through ``tiktoken`` if its
   encoding file can be loaded, else through ``bpe-openai`` (which carries the encodings inside
   the package, so it works offline),
-* otherwise characters / ``--chars-per-token`` (default 1.5), and the output says so.
+* otherwise characters / ``--chars-per-token`` (default 1.5), and the output says so: an OpenAI
+  encoding neither can load (offline, without bpe-openai) is estimated so too, with one line on
+  stderr saying why and how to count it offline.
 
 Prompt tokens include 4 tokens of chat formatting per message. Completion tokens are those of a
 verdict with an explanation of ``--explanation-chars`` characters (per criterion; in batched mode
@@ -29,6 +31,7 @@ most twice the calls; the run's ``judge_failures`` and attempts say how many the
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -178,6 +181,8 @@ def main(args: Any) -> int:
 
     prices = parse_prices(args.prices)
     counter = make_counter(args.tokenizer, args.chars_per_token)
+    if counter.fallback:  # an OpenAI encoding offline: the estimate is still made, from characters, and says so
+        print(f"estimate: {counter.fallback}", file=sys.stderr)
     if args.models < 1:
         raise ValueError(f"--models must be at least 1, got {args.models}")
     cache = PromptCache(args.cache_min_tokens, args.cache_step)

@@ -3,7 +3,7 @@
 A sample of each run's rows (an answer and one criterion; cases drawn per subject x difficulty, every
 case the same chance) goes to the run's own judge(s) again, ``--repeat`` times as it was and once
 under each answer-irrelevant edit, each ask a fresh request under the protocol the run recorded
-(``run_records.reliability_check``). Before the first call it prints the calls, tokens and, with
+(``run_records.reliability_check``). Before the first ask it prints the calls, tokens and, with
 ``--prices``, the money; ``--max-calls`` stops it there, and every answer obtained is kept in DIR, so
 the same command again asks only what is missing. The figures (``scorers.reliability``): each judge's
 flip rate and agreement with itself, by subject and difficulty, the rows that flipped, each edit's
@@ -90,6 +90,9 @@ def main(args: argparse.Namespace) -> int:
     planned = units(plan, runs)
     pending = [u for u in planned if u.id not in asks]
     prices = parse_prices(args.prices)
+    # every judge bound again and checked before anything is printed or written: a judge that cannot be
+    # reached or a setting it lacks (its API key) stops the command in one line
+    askers = _askers(runs, protocols, pending) if not args.dry_run else {}
     cost: dict[str, TokenUsage] = defaultdict(TokenUsage)
     recorded = 0
     for unit in pending:
@@ -112,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
         save_plan(folder, plan)
     from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeUnavailableError
 
-    asked, stopped, unreached = asyncio.run(_ask(plan, runs, protocols, pending, folder, args.max_calls))
+    asked, stopped, unreached = asyncio.run(_ask(plan, askers, protocols, pending, folder, args.max_calls))
     if unreached:
         raise JudgeUnavailableError(f"reliability: the judge did not answer ({unreached}): {asked} asks made and kept in {folder}, the "
                                     "rest not; once the judge works, run the same command again and only the missing asks are made")
@@ -122,7 +125,7 @@ def main(args: argparse.Namespace) -> int:
     asks, notes = read_asks(folder)
     figures = {"folder": str(folder), "complete": all(u.id in asks for u in planned),
                "asks": {"planned": len(planned), "answered": sum(1 for u in planned if u.id in asks)},
-               "settings": plan["settings"], "notes": notes,
+               "settings": plan["settings"], "cases_drawn": len(plan["rows"]), "notes": notes,
                "runs": [run_figures(plan, i, run.records, asks, args.thresholds, args.resamples, args.seed) for i, run in enumerate(runs)]}
     write_text(folder / RESULTS_FILE, json_output.dumps(figures) + "\n")
     print(json_output.dumps(figures) if args.json else "\n".join(lines(figures)))
@@ -136,22 +139,41 @@ def _say(text: str) -> None:
 CHUNK_CALLS = 240  # judge calls asked together (8 cases of 30 criteria; 240 cases batched): a failure loses at most a chunk's answers
 
 
-async def _ask(plan: dict[str, Any], runs: list[Any], protocols: list[Any], pending: list[Any], folder: Any,
+def _askers(runs: list[Any], protocols: list[Any], pending: list[Any]) -> dict[tuple[int, str], Any]:
+    """Each judge the pending asks need (by run and role), bound again and sent the judge check
+    (``reliability_check.judge_asker``): a judge that cannot be reached, or a setting it lacks, stops
+    the command here, in one line, before any plan or ask is written."""
+    from clinconsensus_tasks.run_records.reliability_check import judge_asker
+
+    keys = dict.fromkeys((unit.group[0], unit.group[1]) for unit in pending)
+    return {key: judge_asker(runs[key[0]], key[1], protocols[key[0]]) for key in keys}
+
+
+async def _ask(plan: dict[str, Any], askers: dict[tuple[int, str], Any], protocols: list[Any], pending: list[Any], folder: Any,
                max_calls: int | None) -> tuple[int, bool, str]:
     """Ask ``pending`` round by round (every first ask, then every second, then the edits), each chunk
     of a round written to ``folder`` as it returns; returns the asks made, whether ``max_calls``
     stopped it, and why the judge could not be reached if it could not. An ask the judge did not
     answer (transport failures after the retries, its breaker open) is no answer of the judge's:
     it is not kept, and the check stops there; an unreadable reply or a refused request is the
-    judge's answer, kept as a failed ask."""
-    from clinconsensus_tasks.run_records.reliability_check import AS_IS, asked_line, documents, judge_asker, unit_calls, write_asks
+    judge's answer, kept as a failed ask. What binding the judges opened is closed on every way
+    out (done, stopped, an error, Ctrl-C)."""
+    try:
+        return await _ask_rounds(plan, askers, protocols, pending, folder, max_calls)
+    finally:
+        for asker in askers.values():
+            await asker.aclose()
+
+
+async def _ask_rounds(plan: dict[str, Any], askers: dict[tuple[int, str], Any], protocols: list[Any], pending: list[Any], folder: Any,
+                      max_calls: int | None) -> tuple[int, bool, str]:
+    from clinconsensus_tasks.run_records.reliability_check import AS_IS, asked_line, documents, unit_calls, write_asks
 
     forms = [AS_IS, *plan["settings"]["transforms"]]
     rounds: dict[tuple, list[Any]] = defaultdict(list)
     for unit in pending:
         rounds[unit.group].append(unit)
     order = sorted(rounds, key=lambda g: (forms.index(g[2]), g[3], g[0], g[1]))
-    askers: dict[tuple[int, str], Any] = {}
     budget = max_calls if max_calls is not None else float("inf")
     asked = 0
     for group in order:
@@ -167,11 +189,8 @@ async def _ask(plan: dict[str, Any], runs: list[Any], protocols: list[Any], pend
                 budget -= unit_calls(unit, mode)
                 fits.append(unit)
             if fits:
-                key = (group[0], group[1])
-                if key not in askers:
-                    askers[key] = judge_asker(runs[group[0]], group[1], protocols[group[0]])[0]
                 docs, answers = documents(fits)
-                graded = await askers[key](docs, answers)
+                graded = await askers[group[0], group[1]].ask(docs, answers)
                 answered = [(u, g) for u, g in zip(fits, graded) if not _unreached(g)]
                 if answered:
                     write_asks(folder, group, [asked_line(u, g) for u, g in answered])
@@ -193,12 +212,15 @@ def _unreached(graded: Any) -> str:
 
 def lines(figures: dict[str, Any]) -> list[str]:
     """The check as tables."""
+    settings, drawn = figures["settings"], figures["cases_drawn"]
+    asked_for = "" if drawn == settings["cases"] else f" (--cases {settings['cases']}: every case the runs hold)"
     out = [f"== reliability check {figures['folder']}: {figures['asks']['answered']} of {figures['asks']['planned']} asks"
            + ("" if figures["complete"] else " (NOT FINISHED: run the same command again)")
-           + f"; repeat {figures['settings']['repeat']}, {figures['settings']['cases']} cases, criteria per case "
-             f"{figures['settings']['criteria_per_case']}"]
+           + f"; repeat {settings['repeat']}, {drawn} case{'' if drawn == 1 else 's'} drawn{asked_for}, criteria per case "
+             f"{settings['criteria_per_case']}"]
     for run in figures["runs"]:
-        out.append(f"\n-- {run['run']} ({run['framework']}, {run['path']})")
+        name = run["run"].removesuffix(f" ({run['framework']})")  # the run's name says its framework: once here
+        out.append(f"\n-- {name} ({run['framework']}, {run['path']})")
         rows = []
         for j in run["judges"]:
             r = j["repeatability"]

@@ -17,7 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_thresholds(p)
     p.add_argument("--n-criteria", type=int, default=30, help="expected criteria per case, N")
     p.add_argument("--percent", action="store_true", help="print metrics in percent instead of fractions (the frameworks' scale)")
-    p.add_argument("--json", action="store_true", help="print JSON (fractions) instead of tables")
+    p.add_argument("--json", action="store_true", help="print JSON (fractions) instead of tables; with --strict, the "
+                                                        "gate's verdicts, problems and numbers as JSON (undefined figures null)")
     p.add_argument("--prices", action="append", default=[], metavar="[JUDGE=]IN,CACHED,OUT",
                    help="judge prices per million tokens (input, cached input, output), per judge or for all; repeatable "
                         "(default: tokens only, no cost)")
@@ -153,13 +154,14 @@ def _jury_lines(jury: dict, names: Sequence[str], num) -> list[str]:
 def _release_gate(args: argparse.Namespace) -> int:
     """``summarize --strict``: one line per problem, naming the run; exit 1 if there is any.
     The bar is the release profile (``gates.release``), loosened only by this command's own
-    flags, never by the environment; each verdict line says what it accepted."""
+    flags, never by the environment; each verdict line says what it accepted, and under each run
+    that passes, the headline numbers it passed with their 95% intervals (:func:`headline_figures`).
+    ``--json``: the same facts as strict JSON (:func:`_verdict`), the exit code the same."""
     from clinconsensus_tasks.errors import ConfigurationError
     from clinconsensus_tasks.log_files import CLINCONSENSUS
     from clinconsensus_tasks.gates.bar import RELEASE_FAILURE_SHARE, ReleaseBar
-    from clinconsensus_tasks.gates.facts import gate_runs
-    from clinconsensus_tasks.gates.physicians import estimate_text, physicians_text
-    from clinconsensus_tasks.gates.release import run_problems
+    from clinconsensus_tasks.gates.facts import RunFacts, gate_runs
+    from clinconsensus_tasks.gates.release import partial_beside_complete, run_problems
     from clinconsensus_tasks.run_records.review_score import run_agreement
     from clinconsensus_tasks.scorers.redact import redact
 
@@ -172,6 +174,8 @@ def _release_gate(args: argparse.Namespace) -> int:
                          args.max_flip_rate)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
+    say = (lambda line: None) if args.json else print  # noqa: E731 (--json: the same facts, as one JSON document at the end)
+    gate: dict = {"profile": bar.accepts(), "exceptions": bar.exceptions(), "passed": False, "runs": [], "superseded": []}
     review = None
     if args.review:
         from clinconsensus_tasks.run_records.review_intake import load_review
@@ -180,44 +184,131 @@ def _release_gate(args: argparse.Namespace) -> int:
         # The problems `review score` names, here too: the kappa below rests on the rows they left.
         from clinconsensus_tasks.commands.review import SHOWN_PROBLEMS
 
+        gate["review"] = {"folder": args.review, "left_out": [redact(p) for p in review.problems],
+                          "notes": [redact(n) for n in review.notes]}
         for problem in review.problems[:SHOWN_PROBLEMS]:
-            print(f"review {args.review}: left out: {redact(problem)}")
+            say(f"review {args.review}: left out: {redact(problem)}")
         if len(review.problems) > SHOWN_PROBLEMS:
-            print(f"review {args.review}: ... and {len(review.problems) - SHOWN_PROBLEMS} more left out "
-                  f"(clinconsensus-eval review score {args.review} --json lists every one)")
+            say(f"review {args.review}: ... and {len(review.problems) - SHOWN_PROBLEMS} more left out "
+                f"(clinconsensus-eval review score {args.review} --json lists every one)")
         for note in review.notes:
-            print(f"review {args.review}: note: {redact(note)}")
+            say(f"review {args.review}: note: {redact(note)}")
     check = None
     if args.reliability:
-        from clinconsensus_tasks.gates.reliability import check_of_run, flip_text
+        from clinconsensus_tasks.gates.reliability import check_of_run
         from clinconsensus_tasks.run_records.reliability_check import load_check
 
         check = load_check(args.reliability)
+        gate["reliability"] = {"folder": args.reliability, "notes": [redact(n) for n in check.notes]}
         for note in check.notes:
-            print(f"reliability {args.reliability}: note: {redact(note)}")
+            say(f"reliability {args.reliability}: note: {redact(note)}")
     runs = gate_runs(args.logs)
     if not runs:
         print(f"no run to check in {', '.join(args.logs)} (Inspect logs or lm-eval results/samples files)", file=sys.stderr)
+        if args.json:
+            print(json_output.dumps(gate))
         return 1
     failed = 0
+    seen: list[RunFacts] = []  # each run's name, model, task and selection, its records let go
     for old, newer in runs.superseded:
-        print(f"left {old}: superseded by {newer}, a later attempt of the same task; not checked")
+        gate["superseded"].append({"run": str(old), "superseded_by": str(newer)})
+        say(f"left {old}: superseded by {newer}, a later attempt of the same task; not checked")
     for read in runs:
         facts = read()
         if review is not None and facts.benchmark == CLINCONSENSUS:
             facts.physicians = run_agreement(facts.records, review)
         if check is not None and facts.benchmark == CLINCONSENSUS and facts.records:
             facts.reliability = check_of_run(check, facts)
-        problems = run_problems(facts, bar)
-        failed += bool(problems)
-        for problem in problems:
-            print(f"FAIL {facts.where}: {redact(problem)}")
-        if not problems:
-            print(f"ok   {facts.where}: {bar.accepts()}")
-        if facts.physicians is not None:
-            print(f"     {facts.where}: {physicians_text(facts.physicians)} (review {args.review})")
-            print(f"     {facts.where}: {estimate_text(facts.physicians)}")
-        if facts.reliability is not None and not facts.reliability.get("mismatch"):
-            print(f"     {facts.where}: {flip_text(facts.reliability)} (reliability {args.reliability})")
+        verdict = _verdict(facts, [redact(problem) for problem in run_problems(facts, bar)])
+        failed += verdict["verdict"] == FAIL
+        gate["runs"].append(verdict)
+        seen.append(RunFacts(facts.where, facts.framework, facts.benchmark, facts.task, model=facts.model, selection=facts.selection))
+        for line in _verdict_lines(verdict, bar.accepts(), args.review, args.reliability):
+            say(line)
+    # A run of part of the data beside a complete run of the same model and task: a smoke test left
+    # in the release folder (each run is read one at a time, so this is said once all are read).
+    beside = partial_beside_complete(seen)
+    for verdict in gate["runs"]:
+        smoke = beside.get(verdict["run"])
+        if smoke:
+            verdict["problems"].append(smoke)
+            say(f"FAIL {verdict['run']}: {smoke}")
+    gate["passed"] = not failed
     print(f"{len(runs) - failed} of {len(runs)} run(s) pass the {bar.accepts()}", file=sys.stderr)
+    if args.json:
+        print(json_output.dumps(gate))
     return 1 if failed else 0
+
+
+OK, FAIL = "ok", "FAIL"
+BOOTSTRAP_RESAMPLES = 1000  # the report's (``report --resamples``), seed 0: the gate's intervals are the leaderboard's
+
+
+def headline_figures(facts) -> dict | None:
+    """The headline numbers of a run the gate read (``gates.facts.RunFacts``), each with its 95%
+    interval: ClinConsensus, every headline metric of the metric table at the run's thresholds
+    (CACS@k, Pass@k, rubric accuracy) as its records give them (the header's, which the gate checks
+    equal), the interval the report's leaderboard shows (``report.sections.bootstrap_intervals``:
+    the one case bootstrap of ``scorers.agreement``, 1000 resamples, seed 0; none from fewer cases
+    than it needs); CliMedBench, its overall score (the unweighted mean of its scenarios' scores,
+    as the frameworks report it; no interval). ``None`` for a run with nothing scored."""
+    from clinconsensus_tasks.log_files import CLIMEDBENCH
+    from clinconsensus_tasks.report.sections import bootstrap_intervals
+    from clinconsensus_tasks.scorers.climedbench.scenarios import summarize as summarize_items
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
+    from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, headline_names
+
+    if facts.benchmark == CLIMEDBENCH:
+        results = facts.items.results if facts.items is not None else []
+        if not results:
+            return None
+        overall = summarize_items([r.row for r in results])
+        return {"score": {"estimate": overall["score"], "scenarios": len({r.scenario for r in results}), "items": len(results)}}
+    if not facts.records:
+        return None
+    results = [r.graded.result() for r in facts.records]
+    overall = summarize(results, facts.thresholds, DEFAULT_N_CRITERIA)
+    ci = bootstrap_intervals(results, DEFAULT_N_CRITERIA, BOOTSTRAP_RESAMPLES, 0, thresholds=facts.thresholds)
+    cases = int(overall["cases"])
+    return {name: {"estimate": overall[name], "low": ci[name][0], "high": ci[name][1], "cases": cases}
+            for name in headline_names(facts.thresholds)}
+
+
+def headline_text(figures: dict) -> str:
+    """:func:`headline_figures` in one line, as the gate prints it under a run's ``ok`` line."""
+    from clinconsensus_tasks.gates.texts import figure, interval_text
+
+    if "score" in figures:
+        score = figures["score"]
+        return (f"score {figure(score['estimate'])} (the unweighted mean of {score['scenarios']} scenario scores, "
+                f"{score['items']} items; no interval)")
+    cases = next(iter(figures.values()))["cases"]
+    return (", ".join(f"{name} {interval_text(f)}" for name, f in figures.items())
+            + f" ({cases} case{'' if cases == 1 else 's'}; 95% intervals: case bootstrap, {BOOTSTRAP_RESAMPLES} resamples)")
+
+
+def _verdict(facts, problems: list[str]) -> dict:
+    """One run's verdict as ``--json`` gives it: ok or FAIL, the problems (the FAIL lines' words), the
+    headline numbers of a run that passes, and the physicians' and reliability figures it was read with."""
+    reliability = None if facts.reliability is None else {k: v for k, v in facts.reliability.items() if k != "figures"}
+    return {"run": facts.where, "framework": facts.framework, "benchmark": facts.benchmark, "verdict": FAIL if problems else OK,
+            "problems": problems, "headline": None if problems else headline_figures(facts),
+            "physicians": facts.physicians, "reliability": reliability}
+
+
+def _verdict_lines(verdict: dict, accepted: str, review: str | None, reliability: str | None) -> list[str]:
+    """The text of one run's verdict: a FAIL line per problem, or the ``ok`` line with its headline
+    numbers under it; then the physicians' and the reliability figures the run was read with."""
+    from clinconsensus_tasks.gates.physicians import estimate_text, physicians_text
+    from clinconsensus_tasks.gates.reliability import flip_text
+
+    where = verdict["run"]
+    lines = [f"FAIL {where}: {problem}" for problem in verdict["problems"]] or [f"ok   {where}: {accepted}"]
+    if verdict["headline"] is not None:
+        lines.append(f"     {where}: {headline_text(verdict['headline'])}")
+    if verdict["physicians"] is not None:
+        lines.append(f"     {where}: {physicians_text(verdict['physicians'])} (review {review})")
+        lines.append(f"     {where}: {estimate_text(verdict['physicians'])}")
+    if verdict["reliability"] is not None and not verdict["reliability"].get("mismatch"):
+        lines.append(f"     {where}: {flip_text(verdict['reliability'])} (reliability {reliability})")
+    return lines

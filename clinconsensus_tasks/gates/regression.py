@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from clinconsensus_tasks.errors import ClinConsensusError
-from clinconsensus_tasks.log_files import CLIMEDBENCH, CLINCONSENSUS, SeveralRuns, benchmark_of, run_files
+from clinconsensus_tasks.log_files import CLIMEDBENCH, CLINCONSENSUS, SeveralRuns, benchmark_of, is_lmeval_samples, run_files
 from clinconsensus_tasks.gates.bar import ReleaseBar
 from clinconsensus_tasks.gates.facts import RunFacts, run_facts
 from clinconsensus_tasks.gates.release import COMPARISON_CHECKS, COMPARISON_PROFILE, run_problems
@@ -134,10 +134,11 @@ def pairable_from_facts(facts: RunFacts, thresholds: Sequence[int], n_criteria: 
     return climedbench_pairable(facts.where, [facts.items])
 
 
-def one_run(path: str | Path) -> list[Path]:
-    """The files of the one run ``path`` names (:func:`log_files.run_files`); :class:`RunMismatch` for several."""
+def one_run(path: str | Path, benchmark: str | None = None) -> list[Path]:
+    """The files of the one run ``path`` names (:func:`log_files.run_files`); :class:`RunMismatch` for several.
+    ``benchmark``: that benchmark's run in an lm-eval output folder of one call of both."""
     try:
-        return run_files(path)
+        return run_files(path, benchmark)
     except SeveralRuns as exc:
         raise RunMismatch(str(exc)) from None
 
@@ -173,11 +174,14 @@ class Refusal:
 
 def check_runs(baseline: str | Path, candidate: str | Path, bar: ReleaseBar) -> tuple[Refusal, list[RunFacts]]:
     """Each run's facts (``gates.facts``) under the release gate's comparison rules and ``bar``;
-    the facts too, which hold the runs' records (read once: the comparison is made from them)."""
+    the facts too, which hold the runs' records (read once: the comparison is made from them). An
+    lm-eval output folder of one call of both benchmarks (``lm_eval --tasks clinconsensus,climedbench
+    --log_samples --output_path DIR``) is its ClinConsensus run: the one ClinConsensus samples file."""
     paths, problems, read = {}, {}, []
     for side, path in zip(SIDES, (baseline, candidate)):
-        one_run(path)
-        facts = run_facts(path)
+        files = one_run(path, CLINCONSENSUS)
+        chosen = files[0] if len(files) == 1 and is_lmeval_samples(files[0], CLINCONSENSUS) else path  # read alone, not the folder
+        facts = run_facts(chosen)
         read.append(facts)
         paths[side], problems[side] = facts.where, run_problems(facts, bar, COMPARISON_CHECKS)
     return Refusal(paths, problems), read

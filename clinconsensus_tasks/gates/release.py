@@ -344,6 +344,31 @@ def run_problems(facts: RunFacts, bar: ReleaseBar, checks: Sequence[Check] = CHE
     return [problem for check in checks for problem in check(facts, bar)]
 
 
+def partial_beside_complete(runs: Sequence[RunFacts]) -> dict[str, str]:
+    """For each run of a part of the data (``--limit``, sample ids) that stands beside a complete
+    run of the same model and task in one gate: the line that says so and how to keep the smoke
+    test out (``where`` -> line). The commonest way a release folder fails: the quick start's
+    ``--limit 1`` run left in ``logs/`` or ``results/`` beside the full run. The runs' facts need
+    only their ``where``, ``framework``, ``task``, ``model`` and ``selection`` (records may be let go)."""
+    complete: dict[tuple[str, str, str], str] = {}
+    for run in runs:
+        if not run.selection:
+            complete.setdefault((run.framework, run.task, _model_name(run)), run.where)
+    out = {}
+    for run in runs:
+        whole = complete.get((run.framework, run.task, _model_name(run)))
+        if run.selection and whole is not None:
+            out[run.where] = (f"a smoke test beside the release run: {_model_name(run)} ran part of {run.task.rsplit('/', 1)[-1]} here "
+                              f"({run.selection}) and all of it in {whole}; keep smoke tests in a folder of their own "
+                              "(inspect eval --log-dir logs-smoke, lm_eval --output_path results-smoke), move this run "
+                              "there and gate the release folder again")
+    return out
+
+
+def _model_name(run: RunFacts) -> str:
+    return model_display_name(run.model) if run.framework == "inspect" else run.model
+
+
 def comparison_problems(facts: RunFacts, bar: ReleaseBar) -> list[str]:
     """Why the run is not fit for a regression gate under ``bar`` (:data:`COMPARISON_CHECKS`); empty when it is."""
     return run_problems(facts, bar, COMPARISON_CHECKS)

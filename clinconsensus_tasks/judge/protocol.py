@@ -119,16 +119,21 @@ def _aiohttp_client() -> Any:
     from openai._vendor.httpx_aiohttp import AiohttpTransport
 
     class Transport(AiohttpTransport):
-        """The SDK's aiohttp transport, with two corrections:
+        """The SDK's aiohttp transport, with three corrections:
 
         * a session for each event loop: an aiohttp session serves only the loop it was made in,
           and Inspect keeps a model (its client, this transport) from one ``eval()`` to the next,
           each in a loop of its own; a session left by a loop that is gone is let go, closed;
+        * the session is closed when its event loop ends, however it ends (normally, on an error,
+          cancelled), whoever owns the client: Inspect closes no model's client (neither ``inspect
+          eval`` nor ``inspect score``), and aiohttp prints "Unclosed client session" and
+          "Unclosed connector" for a session left open (:func:`_closed_with_its_loop`);
         * a connection that failed (refused, reset, closed with no reply) is a connection error,
           as httpx reports it (the SDK's ``APIConnectionError``), where the transport's error
           table makes it a connect time-out."""
 
         loop: asyncio.AbstractEventLoop | None = None
+        closer: Any = None  # the loop's async generator that closes the session when the loop shuts down
 
         async def handle_async_request(self, request: Any) -> Any:
             running = asyncio.get_running_loop()
@@ -141,6 +146,8 @@ def _aiohttp_client() -> Any:
                         warnings.simplefilter("ignore", DeprecationWarning)
                         aiohttp.BaseConnector.close(stale.connector)
                     stale.detach()
+                self.closer = _closed_with_its_loop(self, running)
+                await self.closer.__anext__()  # now the loop holds it, to close at its end
             try:
                 return await super().handle_async_request(request)
             except httpx2.ConnectTimeout as exc:
@@ -151,3 +158,27 @@ def _aiohttp_client() -> Any:
 
     limits = httpx2.Limits(max_connections=SDK_CONNECTIONS, max_keepalive_connections=SDK_CONNECTIONS)
     return DefaultAioHttpClient(transport=Transport(limits=limits), limits=limits)
+
+
+async def _closed_with_its_loop(transport: Any, loop: Any) -> Any:
+    """Close the session ``transport`` opens in ``loop`` when the loop ends.
+
+    An event loop has one hook at its end that runs in the loop: ``asyncio.run`` and
+    ``anyio.run`` (Inspect's) call ``loop.shutdown_asyncgens()`` on every way out (the main task
+    returned, raised or was cancelled), which closes each async generator the loop saw start and
+    that is still suspended; this one is suspended at its ``yield`` from the transport's first
+    request in the loop, so its ``finally`` awaits the session's close there. A client closed by
+    its owner first (``JudgeClient.aclose``, the SDK's ``close()``) leaves nothing to close. A loop
+    closed without that call is left as before: the next loop's first request lets its session go."""
+    import contextlib
+
+    import aiohttp
+
+    try:
+        yield
+    finally:
+        if transport.loop is loop:
+            session, transport.client, transport.loop = transport.client, None, None
+            if isinstance(session, aiohttp.ClientSession):
+                with contextlib.suppress(Exception):  # the loop is ending: nothing is left to tell of a failed close
+                    await session.close()

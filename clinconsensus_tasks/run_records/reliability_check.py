@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from clinconsensus_tasks.clinconsensus.logs import LoggedCase, read_case_records
-from clinconsensus_tasks.errors import ClinConsensusError
+from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
 from clinconsensus_tasks.judge.token_count import make_counter, prompt_tokens
 from clinconsensus_tasks.run_records.protocol import header_settings, protocol_template, recorded_protocol
@@ -404,6 +404,21 @@ def save_plan(folder: Any, plan: Mapping[str, Any]) -> None:
 Asker = Callable[[list[dict[str, Any]], list[str]], Awaitable[list[GradedCase]]]
 
 
+async def _nothing_to_close() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class JudgeAsker:
+    """How to ask one judge of a run again (:func:`judge_asker`): ``ask(docs, answers)``, the judge's
+    name, and ``aclose()``, which closes what binding the judge opened (an Inspect judge's model
+    client; the project's client closes its own after each round)."""
+
+    ask: Asker
+    judge: str
+    aclose: Callable[[], Awaitable[None]] = _nothing_to_close
+
+
 @dataclass(frozen=True)
 class RunProtocol:
     """How a run's answers were judged, had again: mode, template, and the header's settings."""
@@ -419,10 +434,11 @@ def run_protocol(run: CheckRun) -> RunProtocol:
     return RunProtocol(recorded.mode, template, run.settings)
 
 
-def judge_asker(run: CheckRun, role: str, protocol: RunProtocol) -> tuple[Asker, str]:
+def judge_asker(run: CheckRun, role: str, protocol: RunProtocol) -> JudgeAsker:
     """How to ask ``role``'s judge of ``run`` again, and its name: the judge is bound again as the
     run had it, refused unless it is the one the run's verdicts name (:func:`check_judge`), and sent
-    the judge check before any ask."""
+    the judge check before any ask. A setting the judge needs and the shell lacks (its API key) is
+    a :class:`ConfigurationError` of one line naming the variable."""
     if run.framework == "inspect":
         return _inspect_asker(run, role, protocol)
     return _client_asker(run, role, protocol)
@@ -440,16 +456,20 @@ def _role_config(run: CheckRun, role: str) -> Any:
     return config
 
 
-def _inspect_asker(run: CheckRun, role: str, protocol: RunProtocol) -> tuple[Asker, str]:
+def _inspect_asker(run: CheckRun, role: str, protocol: RunProtocol) -> JudgeAsker:
     from inspect_ai.model import GenerateConfig, get_model
 
+    from clinconsensus_tasks.inspect_compat import PrerequisiteError
     from clinconsensus_tasks.judge.inspect_calls import INSPECT_CALLS, check_judges_now, judge_decoding, judge_documents_inspect
 
     config = _role_config(run, role)
     get = (lambda k, d=None: config.get(k, d)) if isinstance(config, dict) else (lambda k, d=None: getattr(config, k, d))
     generate = get("config") or GenerateConfig()
-    model = get_model(model=get("model"), config=generate if isinstance(generate, GenerateConfig) else GenerateConfig(**generate),
-                      base_url=get("base_url"), memoize=False, **dict(get("args") or {}))
+    try:
+        model = get_model(model=get("model"), config=generate if isinstance(generate, GenerateConfig) else GenerateConfig(**generate),
+                          base_url=get("base_url"), memoize=False, **dict(get("args") or {}))
+    except PrerequisiteError as exc:  # Inspect's text is Rich markup over several lines: one plain line instead
+        raise ConfigurationError(unbound_judge(str(get("model")), role, exc.message)) from None
     settings = protocol.settings
     n_criteria = max(len(r.rubrics) for r in run.records)
     decoding = judge_decoding(protocol.mode, n_criteria, settings.get("judge_max_tokens"), bool(settings.get("judge_structured_output")))
@@ -461,10 +481,25 @@ def _inspect_asker(run: CheckRun, role: str, protocol: RunProtocol) -> tuple[Ask
     async def ask(docs: list[dict[str, Any]], answers: list[str]) -> list[GradedCase]:
         return await judge_documents_inspect(model, answers, docs, protocol.mode, protocol.template, decoding, calls, limits)
 
-    return ask, str(model)
+    return JudgeAsker(ask, str(model), model.api.aclose)
 
 
-def _client_asker(run: CheckRun, role: str, protocol: RunProtocol) -> tuple[Asker, str]:
+def unbound_judge(model: str, role: str, message: Any) -> str:
+    """Why Inspect could not bind ``role``'s judge ``model`` again (its ``PrerequisiteError``), in one
+    plain line: the environment variable it lacks and how to set it, else Inspect's words unmarked."""
+    import re
+
+    text = str(message)
+    missing = re.findall(r"\[bold\]\[blue\]([A-Za-z_][A-Za-z0-9_]*)\[/blue\]\[/bold\]", text)
+    if missing and "defined in the environment" in text:
+        what = "API key" if missing[0].endswith("_API_KEY") else "base URL" if missing[0].endswith("_BASE_URL") else "setting"
+        return (f"{' or '.join(missing)} is not set in this shell: the run's {role} judge {model} reads its {what} from it, as when "
+                f"the run was made; export {missing[0]} with the judge's {what} and run the same command again")
+    plain = " ".join(re.sub(r"\[/?[a-z ]+\]", "", text).split())
+    return f"the run's {role} judge {model} cannot be bound again: {plain.removeprefix('ERROR: ')}"
+
+
+def _client_asker(run: CheckRun, role: str, protocol: RunProtocol) -> JudgeAsker:
     from clinconsensus_tasks import settings_table
     from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents, panel_from_env, probe_judge
 
@@ -487,7 +522,7 @@ def _client_asker(run: CheckRun, role: str, protocol: RunProtocol) -> tuple[Aske
         graded, _ = await judge_documents(answers, docs, settings, protocol.mode, template=protocol.template, limits=limits)
         return graded
 
-    return ask, settings.model
+    return JudgeAsker(ask, settings.model)
 
 
 def check_judge(run: CheckRun, role: str, reached: str) -> None:

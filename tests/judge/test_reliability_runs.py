@@ -390,3 +390,35 @@ def test_a_limit_learned_in_one_round_is_kept_for_the_next(transport, fake_serve
     assert sent >= 1 and fake_server.stats()["kinds"].get("per_criterion", 0) == sent  # the second round sent nothing
     assert all(j.met is None and j.error_kind == "request" for g in (*first, *second) for j in g.headline.judgments)
     assert all(j.error.endswith("; not sent") for j in second[0].headline.judgments)
+
+
+def test_a_judge_key_missing_from_the_shell_stops_the_check_in_one_line_and_the_tables_say_what_was_drawn(
+        fake_server, tmp_path, capsys, monkeypatch):
+    # issue 58, item 8c and 8e: an Inspect run's judge is bound again from its header, its key from the
+    # shell; without it, one plain line naming the variable (no Rich markup, no traceback), exit 2 as
+    # every configuration error, before any plan is printed or any file written.
+    log, _ = run_inspect(tmp_path / "logs", judge="judge-model")
+    out = tmp_path / "check"
+    monkeypatch.delenv("JUDGE_API_KEY")
+    capsys.readouterr()
+    assert main(["reliability", log.location, "--output", str(out), "--transforms", "none"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        "clinconsensus-eval: error: JUDGE_API_KEY is not set in this shell: the run's grader judge openai-api/judge/judge-model reads "
+        "its API key from it, as when the run was made; export JUDGE_API_KEY with the judge's API key and run the same command again"]
+    assert not out.exists()
+    # with the key: the tables' first lines say the cases drawn (all 12 the run holds, of the 30 asked
+    # for by default) and the framework once
+    monkeypatch.setenv("JUDGE_API_KEY", "test-key")
+    assert main(["reliability", log.location, "--output", str(out), "--transforms", "none", "--resamples", "50"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [
+        f"== reliability check {out}: 24 of 24 asks; repeat 2, 12 cases drawn (--cases 30: every case the runs hold), "
+        "criteria per case all",
+        "",
+        f"-- cand-model (inspect, {log.location})"]
+    assert main(["reliability", log.location, "--output", str(tmp_path / "five"), "--cases", "5", "--transforms", "none",
+                 "--resamples", "50"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"== reliability check {tmp_path / 'five'}: 10 of 10 asks; repeat 2, 5 cases drawn, criteria per case all")

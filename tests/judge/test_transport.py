@@ -122,3 +122,78 @@ def test_one_client_serves_one_event_loop_after_another(fake_server):
     answers = [asyncio.run(ask()) for _ in range(3)]
     assert len(set(answers)) == 1 and answers[0]
     assert fake_server.stats()["calls"] == {"cand-model": 3}
+
+
+# -- every session the transport opens is closed (issue 58, item 8d) ----------------------------------
+
+
+def _session_of(client):
+    return client._transport.client  # the aiohttp session the transport opened in the loop that asked
+
+
+@pytest.mark.parametrize("ending", ["normal", "error", "cancelled"])
+def test_a_session_left_open_by_its_owner_is_closed_when_its_event_loop_ends(fake_server, ending):
+    # Inspect never closes a model's client (neither `inspect eval` nor `inspect score` does), so the
+    # transport closes the session it opened when the event loop that used it ends, however it ends.
+    import asyncio
+
+    http = async_http_client({})
+    opened = []
+
+    async def ask():
+        from openai import AsyncOpenAI
+
+        client = AsyncOpenAI(base_url=fake_server.base_url, api_key="test-key", http_client=http, max_retries=0)
+        await client.chat.completions.create(model="cand-model", messages=[{"role": "user", "content": "头痛三天怎么办？"}])
+        opened.append(_session_of(http))
+        if ending == "error":
+            raise RuntimeError("the caller failed")
+        if ending == "cancelled":
+            asyncio.current_task().cancel()
+            await asyncio.sleep(1)
+
+    expected = {"normal": None, "error": RuntimeError, "cancelled": asyncio.CancelledError}[ending]
+    if expected is None:
+        asyncio.run(ask())
+    else:
+        with pytest.raises(expected):
+            asyncio.run(ask())
+    (session,) = opened
+    assert session.closed
+    asyncio.run(ask()) if ending == "normal" else None  # the same client in the next loop: a session of its own, closed too
+    assert ending != "normal" or (opened[1] is not session and opened[1].closed)
+
+
+def _no_unclosed(result) -> None:
+    said = result.stdout + result.stderr
+    assert result.returncode == 0, said[-3000:]
+    assert "Unclosed" not in said, f"{' '.join(result.args[:3])}: {said[-3000:]}"
+
+
+@pytest.mark.slow
+def test_no_unclosed_session_after_inspect_eval_inspect_score_or_the_reliability_check(fake_server, tmp_path):
+    # The commands as a user types them (docs/failures-and-recovery.md: `inspect score LOG --overwrite
+    # --action overwrite` finishes a run), each a process of its own, grader role bound to the stand-in:
+    # aiohttp prints "Unclosed client session" / "Unclosed connector" when a session is left open.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bin_dir = Path(sys.executable).parent
+    env = {**os.environ, "COLUMNS": "200"}
+
+    def run(*command, cache: str):
+        return subprocess.run([str(bin_dir / command[0]), *command[1:]], capture_output=True, text=True, timeout=600,
+                              env={**env, "INSPECT_CACHE_DIR": str(tmp_path / cache)}, cwd=tmp_path)
+
+    _no_unclosed(run("inspect", "eval", "clinconsensus_tasks/clinconsensus", "-T", "data=sample", "--limit", "2",
+                     "--model", "openai-api/cand/cand-model", "--model-role", "grader=openai-api/judge/judge-model",
+                     "--log-dir", str(tmp_path / "logs"), "--display", "plain", cache="eval-cache"))
+    (log,) = (tmp_path / "logs").glob("*.eval")
+    calls = fake_server.stats()["calls"]["judge-model"]
+    _no_unclosed(run("inspect", "score", str(log), "--overwrite", "--action", "overwrite", "--display", "plain",
+                     cache="score-cache"))  # a cache of its own: the judge is asked again, over HTTP
+    assert fake_server.stats()["calls"]["judge-model"] > calls
+    _no_unclosed(run("clinconsensus-eval", "reliability", str(log), "--output", str(tmp_path / "check"), "--cases", "2",
+                     "--transforms", "none", "--resamples", "50", cache="check-cache"))

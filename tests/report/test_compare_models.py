@@ -172,3 +172,36 @@ def test_climedbench_runs_are_paired_by_item_across_frameworks(fake_server, tmp_
     code, report = _compare(capsys, str(tmp_path / "lmeval-a"), str(tmp_path / "examinee-a"), *gate)
     assert code == 0 and report["paired_cases"] == items
     assert all(m["difference"] == 0 for m in report["metrics"].values())
+
+
+def test_the_folder_of_one_lmeval_call_of_both_benchmarks_is_its_clinconsensus_run(fake_server, tmp_path, capsys, monkeypatch):
+    # issue 58, item 8f: `lm_eval ... --tasks clinconsensus,climedbench --log_samples --output_path results/`
+    # writes one ClinConsensus samples file beside the CliMedBench ones (one per scenario) and one
+    # results file: compare-models takes the ClinConsensus run of such a folder.
+    from lm_eval.loggers import EvaluationTracker
+
+    from clinconsensus_tasks.lmeval_glue import simple_evaluate
+
+    monkeypatch.setenv("CLINCONSENSUS_JUDGE_MODEL", "judge-model")
+    tracker = EvaluationTracker(output_path=str(tmp_path / "results"))
+    results = simple_evaluate(tasks=["clinconsensus", "climedbench_id1", "climedbench_sso"], model="local-chat-completions",
+                              model_args={"model": "cand-model", "base_url": f"{fake_server.base_url}/chat/completions",
+                                          "num_concurrent": 4},
+                              apply_chat_template=True, log_samples=True, bootstrap_iters=0, evaluation_tracker=tracker)
+    tracker.save_results_aggregated(results=results, samples=results["samples"])
+    for name in results["configs"]:
+        tracker.save_results_samples(task_name=name, samples=results["samples"][name])
+    written = sorted(p.name.split("_20")[0] for p in (tmp_path / "results").rglob("*.json*"))
+    assert written == ["results", "samples_climedbench_id1", "samples_climedbench_sso", "samples_clinconsensus"]
+    samples = next((tmp_path / "results").rglob("samples_clinconsensus_*.jsonl"))
+    run_inspect(tmp_path / "logs")  # the same answers and judge, through Inspect
+    log = next((tmp_path / "logs").glob("*.eval"))
+
+    assert cli_main(["compare-models", str(tmp_path / "results"), str(tmp_path / "logs"), "--fail-if-worse", "cacs@10"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [f"baseline:  {samples}", f"candidate: {log}",
+                         "clinconsensus: 12 paired cases; judges judge-model / openai-api/judge/judge-model"]
+    assert lines[-1] == "RESULT: pass"
+    code, report = _compare(capsys, str(tmp_path / "logs"), str(tmp_path / "results"))
+    assert code == 0 and report["candidate"] == str(samples) and report["benchmark"] == "clinconsensus"
+    assert all(m["difference"] == 0 for m in report["metrics"].values())

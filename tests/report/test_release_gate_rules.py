@@ -127,3 +127,24 @@ def test_a_judge_whose_whole_interval_misses_the_bar_falls_short_whatever_the_re
     near = review_found({"estimate": 0.8, "low": 0.7, "high": 0.9, "cases": 8}, 8, bias=(0.01, -0.02, 0.04))
     (small,) = physicians.judge_bias(run(near), ReleaseBar(max_judge_bias=2))
     assert "too small a review to show the judge's bias within +-2 points" in small
+
+
+def test_the_numbers_under_a_passing_runs_line_are_its_headline_with_the_reports_intervals():
+    # issue 58, item 8b (the end-to-end lines, with intervals from 12 cases: tests/test_release_gate.py)
+    from types import SimpleNamespace
+
+    from clinconsensus_tasks.climedbench.logs import ItemLog
+    from clinconsensus_tasks.commands.summarize import headline_figures, headline_text
+    from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import CaseResult
+
+    items = ItemLog("run.eval", "m", "inspect", [ItemResult("1", "ID1", 1.0, True), ItemResult("2", "ID1", 0.0, True),
+                                                 ItemResult("3", "SSO", 0.25, True)])
+    assert headline_text(headline_figures(RunFacts("run.eval", "inspect", "climedbench", items=items))) == (
+        "score 0.375 (the unweighted mean of 2 scenario scores, 3 items; no interval)")
+    one = SimpleNamespace(graded=SimpleNamespace(result=lambda: CaseResult(20, 30)))  # 20 of 30 criteria met
+    assert headline_text(headline_figures(RunFacts("run.eval", "inspect", "clinconsensus", records=[one]))) == (
+        "cacs@10 0.524 [no interval: 1 case], cacs@7 0.583 [no interval: 1 case], pass@10 1.000 [no interval: 1 case], "
+        "pass@7 1.000 [no interval: 1 case], rubric_accuracy 0.667 [no interval: 1 case] "
+        "(1 case; 95% intervals: case bootstrap, 1000 resamples)")
+    assert headline_figures(RunFacts("run.eval", "inspect", "clinconsensus")) is None  # nothing scored: no line

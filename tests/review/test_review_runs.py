@@ -136,6 +136,12 @@ def test_a_team_reviews_its_judges_from_both_frameworks_runs(campaign, capsys):
         assert cli_main(["summarize", "--strict", run, "--review", str(folder), "--min-kappa", str(round(kappa["low"] - 0.01, 3))]) == 1
         out = capsys.readouterr().out  # the bundled sample still fails the release profile, but not for its judge
         assert "--min-kappa" not in out.replace("at its interval's lower end (--min-kappa)", "") and f"{line} (review {folder})" in out, out
+        # --json: the same verdict, with the physicians' figures the run was read with (issue 58, item 8a)
+        assert cli_main(["summarize", "--strict", run, "--review", str(folder), "--min-kappa", str(between), "--json"]) == 1
+        (verdict,) = json.loads(capsys.readouterr().out)["runs"]
+        assert verdict["verdict"] == "FAIL" and verdict["headline"] is None and verdict["physicians"]["rows"] == 360
+        assert any(p.startswith(f"{line}: the interval's lower end {kappa['low']:.3f} is below --min-kappa {between:g}")
+                   for p in verdict["problems"])  # the FAIL line's words
 
     # The report's section, in a real browser.
     page = root / "out" / "report.html"
