@@ -101,6 +101,11 @@ SETTINGS: tuple[Setting, ...] = (
             inspect="(Inspect: INSPECT_CACHE_DIR)"),
     Setting("judge_max_attempts", "int", "2", "attempts per verdict before it counts as a failed judgment (2: the request and one re-ask, the verdict rule)",
             inspect="judge_max_attempts"),
+    Setting("judge_verdict_reading", "str", "strict", "how a judge's reply is read: `strict` (the project's verdict rule: one key in one "
+            "JSON object outside any quote of the answer, asked again once) or `official` (the released judge's runner: the first "
+            "`\"criteria_met\"` followed by true or false anywhere, asked once; per criterion only; refused by `summarize --strict` unless "
+            "`--allow-prompt official-reading`; docs/verdict-rule.md)", env="CLINCONSENSUS_JUDGE_VERDICT_READING",
+            metadata="judge_verdict_reading", inspect="judge_verdict_reading"),
     Setting("judge_failure_threshold", "share", "0.01", "share of failed judgments that ends the run with an error (0: never)",
             env=ENV_FAILURE_THRESHOLD, metadata="judge_failure_threshold", inspect="judge_failure_threshold"),
     Setting("judge_http", "str", "aiohttp", "`aiohttp` (the OpenAI SDK's aiohttp transport, where no proxy variable is set) or "

@@ -262,6 +262,7 @@ def rubric_scorer(
     judge_failure_threshold: float | None = None,
     planned_judgments: int = 0,
     judge_calls: str = INSPECT_CALLS,
+    judge_verdict_reading: str | None = None,
 ) -> Scorer:
     """Grade each answer against its case's rubric with the judge model.
 
@@ -278,8 +279,12 @@ def rubric_scorer(
     request sent. Whether the failures are too many is decided once, at the end of the run, by
     the task's :class:`JudgeFailurePolicy`. ``judge_failure_threshold`` and ``planned_judgments``
     are accepted and unused, so ``inspect score`` can re-score logs written before that policy.
+    ``judge_verdict_reading`` is ``strict`` (the default, also from
+    ``$CLINCONSENSUS_JUDGE_VERDICT_READING``) or ``official`` (the released judge's runner's
+    reading; each record says so).
     """
     judge_mode = settings.judge_mode(judge_mode)
+    reading = settings.verdict_reading(judge_verdict_reading, judge_mode)
     template = load_judge_prompt(judge_prompt, judge_mode)
     prompt_info = prompt_record(template, judge_mode)
     decoding = judge_decoding(judge_mode, n_criteria, judge_max_tokens, judge_structured_output)  # greedy; the schema when asked
@@ -299,7 +304,7 @@ def rubric_scorer(
 
         async def grade(model: Model) -> GradedCase:  # judge/input_limit.py: graded within the judge's input limit
             return await grade_by(model, judges, limits, decoding, judge_mode, max_attempts, template, prompt_info, str(state.sample_id),
-                                  state.input_text, answer, rubrics, slices=slices, epoch=state.epoch)
+                                  state.input_text, answer, rubrics, slices=slices, epoch=state.epoch, verdict_reading=reading)
 
         graded = await asyncio.gather(*([grade(g) for g in graders] + ([grade(local)] if local is not None else [])))
         record = panel_record(graded[:len(graders)]) if len(graders) > 1 else graded[0]  # a jury: the majority of its jurors
@@ -339,6 +344,7 @@ def clinconsensus(
     judge_structured_output: bool = False,
     answer_cache: bool = False,
     judge_calls: Literal["inspect", "direct"] = "inspect",
+    judge_verdict_reading: Literal["strict", "official"] | None = None,
 ) -> Task:
     """ClinConsensus: open-ended Chinese clinical cases graded against 30 rubric criteria each.
 
@@ -384,10 +390,17 @@ def clinconsensus(
             third of the CPU per call, for campaigns at hundreds of connections; no event per
             judge call in the transcript, the project's verdict cache in place of Inspect's, no
             batch mode; see docs/performance.md).
+        judge_verdict_reading: how a judge's reply is read: ``strict`` (the project's verdict
+            rule, docs/verdict-rule.md) or ``official`` (the released judge's runner's: the first
+            ``"criteria_met": true|false`` anywhere, asked once), to reproduce the released
+            pipeline's numbers. Default ``$CLINCONSENSUS_JUDGE_VERDICT_READING``, else ``strict``.
+            Recorded in every record; ``summarize --strict`` refuses ``official`` unless
+            ``--allow-prompt official-reading``.
     """
     try:
         ks = settings.thresholds(thresholds, n_criteria)
         judge_mode = settings.judge_mode(judge_mode)
+        settings.verdict_reading(judge_verdict_reading, judge_mode)  # a wrong value stops the run before any answer
         threshold = failure_threshold(judge_failure_threshold)
         loaded = load_cases(data, n_criteria, revision)
         checked = [str(j) for j in check_judges_now(bound_judges())] if judge_check else []  # a wrong judge stops the run before any answer
@@ -400,7 +413,8 @@ def clinconsensus(
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check, checked, answer_cache),
         scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading,
                              judge_max_tokens, judge_prompt, judge_sees_thinking,
-                             judge_structured_output=judge_structured_output, judge_calls=judge_calls),
+                             judge_structured_output=judge_structured_output, judge_calls=judge_calls,
+                             judge_verdict_reading=judge_verdict_reading),
         metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
         early_stopping=JudgeFailurePolicy(threshold, judges=judge_roles_per_case),
         config=generation.CLINCONSENSUS.inspect_config(max_tokens=answer_max_tokens),

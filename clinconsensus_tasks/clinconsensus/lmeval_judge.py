@@ -90,6 +90,7 @@ def check_judges(env: Mapping[str, str], dual: bool) -> None:
 
     judges = panel_from_env(env=env) + ([JudgeSettings.from_env(LOCAL_GRADER, env)] if dual else [])
     template = judge_prompt_of(env, judge_mode(env))
+    settings.verdict_reading(None, judge_mode(env), env=env)  # a wrong value stops the run before the model answers
     print(f"[clinconsensus] judge prompt: {template.name + ' sha256 ' + template.sha256 if template else 'project'}", file=sys.stderr)
     if judges[0].use_cache:
         warning = check_cache_file(judges[0].cache_dir)

@@ -140,9 +140,11 @@ def _judge_all(resps: Sequence[Sequence[str]], docs: Sequence[dict], dual: bool)
     if extra:
         print(f"[clinconsensus] WARNING: {extra} extra response(s) from `repeats` > 1 are not graded; only each document's first is", file=sys.stderr)
     template = judge_prompt_of(env, mode)
+    reading = settings.verdict_reading(None, mode, env=env)  # strict, or the official runner's reading (recorded per record)
 
     async def every_judge() -> list[Any]:
-        return await asyncio.gather(*(judge_documents(answers, docs, judge, mode, template=template) for judge in judges))
+        return await asyncio.gather(*(judge_documents(answers, docs, judge, mode, template=template, verdict_reading=reading)
+                                      for judge in judges))
 
     graded = _run(every_judge)
     per_judge = [records for records, _ in graded]

@@ -46,3 +46,23 @@ def n_criteria_from_env(env: Mapping[str, str] | None = None) -> int:
     if value < 1:
         raise ConfigurationError(f"{source}={raw!r}: expected a positive number of criteria")
     return value
+
+
+def verdict_reading(value: str | None, mode: str = PER_CRITERION, source: str = "judge_verdict_reading",
+                    env: Mapping[str, str] | None = None) -> str:
+    """How the judges' replies are read: ``strict`` or ``official``. ``value`` ``None``: the
+    setting from ``env`` (default: the process environment; lm-eval: ``--metadata`` over it), else
+    ``strict``. The official runner judges one criterion a reply, so ``official`` with batched
+    mode is refused."""
+    from clinconsensus_tasks.scorers.clinconsensus.verdicts import OFFICIAL, STRICT, check_verdict_reading
+
+    if value is None:
+        value, source = settings_table.raw("judge_verdict_reading", env), settings_table.setting("judge_verdict_reading").env or source
+    try:
+        reading = check_verdict_reading((value or "").strip() or STRICT, source)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
+    if reading == OFFICIAL and mode != PER_CRITERION:
+        raise ConfigurationError(f"{source}={OFFICIAL} reads one verdict a reply, as the official runner does; judge_mode={mode} "
+                                 f"has no official reading: use judge_mode={PER_CRITERION}, or {source}={STRICT}")
+    return reading

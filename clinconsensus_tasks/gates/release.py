@@ -19,8 +19,9 @@ whole                 no ``--limit``/sample selection; every case of the data th
 independent judge     a grader other than the model under test (same model name = self-graded;
                       ``allow_self_grading`` refused), the grader the run's header names (a
                       re-scoring by another judge is refused), not the project's stand-in server
-official protocol     per-criterion judging with the official prompt (others only when named
-                      with ``--allow-prompt NAME``)
+official protocol     per-criterion judging with the official prompt, replies read by the
+                      project's verdict rule (others only when named with ``--allow-prompt NAME``;
+                      the official runner's reading: ``--allow-prompt official-reading``)
 judged                failed judgments (those of errored samples included) at most 1% of those
                       planned; CliMedBench: unparseable answers at most 1%; no suspect answer
 numbers               the header's headline metrics equal those recomputed from the per-case
@@ -62,9 +63,11 @@ from clinconsensus_tasks.scorers.clinconsensus.cacs import summarize
 from clinconsensus_tasks.scorers.clinconsensus.jury import is_jury
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA, TASK_VERSION as CLIN_VERSION, mean_names
 from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, failure_tally
+from clinconsensus_tasks.scorers.clinconsensus.verdicts import STRICT
 from clinconsensus_tasks.scorers.climedbench.metric_table import TASK_VERSION as CMB_VERSION
 
 JURY = "jury"  # --allow-prompt jury: accept a jury's majority as the run's protocol
+OFFICIAL_READING = "official-reading"  # --allow-prompt official-reading: accept replies read the official runner's way
 
 OFFICIAL_PROMPT = "official"
 OFFICIAL_SCRIPT = OFFICIAL_PATH.rsplit("/", 1)[-1]  # run_local_judge.py
@@ -231,6 +234,10 @@ def _official(run: RunFacts, bar: ReleaseBar) -> list[str]:
     if any(is_jury(r.graded) for r in run.records) and JURY not in bar.allow_prompts:
         problems.append("graded by a jury: a jury's majority is not the single-judge official protocol; run with one judge "
                         f"in the grader role, or accept it with --allow-prompt {JURY}")
+    if any(r.graded.verdict_reading != STRICT for r in run.records) and OFFICIAL_READING not in bar.allow_prompts:
+        problems.append("the judges' replies were read the official runner's way (judge_verdict_reading=official: the first "
+                        "\"criteria_met\" anywhere, asked once; a verdict quoted from the answer can count): run with "
+                        f"judge_verdict_reading={STRICT} (the default), or accept it with --allow-prompt {OFFICIAL_READING}")
     modes = sorted({r.graded.judge_mode for r in run.records} - {OFFICIAL_MODE} - set(bar.allow_prompts))
     if modes:
         problems.append(f"judge mode {', '.join(modes)} is not the official protocol (one call per criterion): run with "

@@ -291,7 +291,7 @@ class JudgeClient:
 
 async def judge_documents(
     answers: Sequence[str], docs: Sequence[dict], settings: JudgeSettings, mode: str, max_attempts: int = MAX_ATTEMPTS,
-    template: JudgeTemplate | None = None, limits: JudgeInputLimits | None = None,
+    template: JudgeTemplate | None = None, limits: JudgeInputLimits | None = None, verdict_reading: str = "strict",
 ) -> tuple[list[GradedCase], dict[str, int]]:
     """Grade every (answer, doc) pair with the judge, :func:`cases_in_flight` cases at a time;
     return one :class:`GradedCase` per document and the call stats. A doc holds ``case_id``, ``question``, ``rubrics``
@@ -299,7 +299,8 @@ async def judge_documents(
 
     ``template`` is the per-criterion judge template (``None``: the project's prompt); each record
     names the prompt used and its sha256. ``limits``: the judge's input limits as learned so far (a
-    caller asking in rounds passes one, so a refusal is learned once).
+    caller asking in rounds passes one, so a refusal is learned once). ``verdict_reading``: how the
+    replies are read (``scorers.clinconsensus.verdicts``: ``strict``, or the official runner's ``official``).
 
     Used by lm-eval's judge filters and by ``clinconsensus-eval rescore``.
     """
@@ -330,7 +331,8 @@ async def judge_documents(
                 return await client.complete(messages, fresh, max_tokens=max_tokens, usage=spent, breaker=breaker)
 
             record = await limits.grade(settings.model, server, max_tokens, str(doc["case_id"]), doc["question"], answer, rubrics, complete,
-                                        mode, max_attempts, template, slices=slices_of(doc), judge_prompt=prompt_info, breaker=breaker)
+                                        mode, max_attempts, template, slices=slices_of(doc), judge_prompt=prompt_info, breaker=breaker,
+                                        verdict_reading=verdict_reading)
             progress.update(1)
             return record.with_usage(total(spent).to_dict())  # tokens of the calls sent (cache hits: none)
 

@@ -75,6 +75,27 @@ def header_settings(path: Any) -> tuple[str, dict[str, Any]]:
     return str(results), dict(metadata) if isinstance(metadata, dict) else {}
 
 
+def run_model(path: Any) -> tuple[str, str]:
+    """The model under test of a run's log, and where the name was read: an Inspect log's header;
+    for an lm-eval samples file its results file's ``model_name``, else the folder lm-eval wrote it
+    in (named after the model)."""
+    from clinconsensus_tasks.log_files import lmeval_run_key, model_display_name, read_inspect_log
+
+    path = location(path)
+    if path.suffix != ".jsonl":
+        return str(read_inspect_log(path, header_only=True).eval.model), "the Inspect log's header"
+    results = path.with_name(f"results_{lmeval_run_key(path)[1]}.json")
+    with storage_errors(results):
+        if results.exists():
+            try:
+                name = json.loads(results.read_text(encoding="utf-8")).get("model_name")
+            except (ValueError, AttributeError) as exc:
+                raise DataValidationError([f"{results}: not an lm-eval results file ({type(exc).__name__}: {exc})"]) from None
+            if name:
+                return str(name), f"model_name of {results.name}"
+    return model_display_name(path.parent.name or path.stem), "the samples file's folder (no results file beside it)"
+
+
 def protocol_template(recorded: Protocol, mode: str, choice: str | None) -> Any:
     """The judge template to re-score with: ``choice`` (``--judge-prompt``) when given (whether it is
     the recorded one is told by its sha256: :func:`prompt_change`), else the one the log recorded,

@@ -22,9 +22,11 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBrea
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import prompt_fixed_text
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment, count_failures, count_met, failures_of, grade_answer
+from clinconsensus_tasks.scorers.clinconsensus.verdicts import STRICT
 
 RECORD_VERSION = 2  # 2: judge roles (the second judge under "roles", not "local_*")
 PROMPT_FIELDS = ("judge_prompt", "judge_prompt_sha256", "judge_prompt_source")
+VERDICT_READING_FIELD = "judge_verdict_reading"  # written when not the project's strict rule (absent: strict)
 
 
 INSPECT_SCORER = "rubric_scorer"  # the Inspect scorer's registered name: logs key the records by it
@@ -81,6 +83,7 @@ class GradedCase:
     thinking_removed: bool = False  # a reasoning model's thinking was taken out before judging
     judge_prompt: Mapping[str, str] = field(default_factory=dict)  # judge_prompt, _sha256, _source
     suspect: tuple[str, ...] = ()  # why the answer looks like it tries to steer the judge (answer_guard)
+    verdict_reading: str = STRICT  # how the judges' replies were read: verdicts.STRICT, or OFFICIAL (the official runner's)
 
     def __post_init__(self) -> None:
         if HEADLINE_ROLE not in self.roles:
@@ -194,6 +197,7 @@ class GradedCase:
             "truncated": self.answer_truncated,
             "thinking_removed": self.thinking_removed,
             **dict(self.judge_prompt),
+            **({VERDICT_READING_FIELD: self.verdict_reading} if self.verdict_reading != STRICT else {}),
             "suspect_answer": list(self.suspect),
             "slices": {dim: list(labels) for dim, labels in self.slices.items()},
             "judgments": [_redacted(j, secrets) for j in self.judgments],
@@ -240,6 +244,7 @@ class GradedCase:
             thinking_removed=bool(data.get("thinking_removed", False)),
             judge_prompt={k: str(data[k]) for k in PROMPT_FIELDS if k in data},
             suspect=tuple(str(x) for x in data.get("suspect_answer") or ()),
+            verdict_reading=str(data.get(VERDICT_READING_FIELD) or STRICT),
         )
 
 
@@ -270,11 +275,14 @@ async def grade_case(
     template: JudgeTemplate | None = None,
     judge_prompt: Mapping[str, str] | None = None,
     breaker: CircuitBreaker | None = None,
+    verdict_reading: str = STRICT,
 ) -> GradedCase:
     """Grade one answer with one judge (:func:`rubric_grading.grade_answer`) into its record,
     flagging an answer that holds verdict-like JSON or judge prompt markers. ``template`` is the
     per-criterion judge template (``None``: the project's prompt) and ``judge_prompt`` what the
-    record says about it (name, sha256, source)."""
-    judgments = await grade_answer(question, answer, rubrics, complete, mode, max_attempts, template, breaker)
+    record says about it (name, sha256, source); ``verdict_reading`` how replies are read (the
+    record keeps it, so the release gate sees a run read the official runner's way)."""
+    judgments = await grade_answer(question, answer, rubrics, complete, mode, max_attempts, template, breaker, verdict_reading)
     return GradedCase.of_judge(case_id, judge, mode, judgments, answer_empty=not (answer or "").strip(), slices=dict(slices or {}), epoch=epoch,
-                               judge_prompt=dict(judge_prompt or {}), suspect=tuple(suspect_reasons(answer, prompt_fixed_text(mode, template))))
+                               judge_prompt=dict(judge_prompt or {}), suspect=tuple(suspect_reasons(answer, prompt_fixed_text(mode, template))),
+                               verdict_reading=verdict_reading)

@@ -41,7 +41,7 @@ from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     JudgeUnavailableError,
     classify,
 )
-from clinconsensus_tasks.scorers.clinconsensus.verdicts import read_batched, read_verdict
+from clinconsensus_tasks.scorers.clinconsensus.verdicts import OFFICIAL, STRICT, check_verdict_reading, read_batched, read_official, read_verdict
 
 Messages = list[dict[str, str]]
 Complete = Callable[[Messages, bool], Awaitable[str]]
@@ -147,9 +147,12 @@ async def _judge_one(
     question: str, answer: str, criterion_id: str, criterion: str, complete: Complete, max_attempts: int,
     template: JudgeTemplate | None = None,
     breaker: CircuitBreaker | None = None,
+    verdict_reading: str = STRICT,
 ) -> CriterionJudgment:
     first = template.messages(question, answer, criterion) if template else per_criterion_messages(question, answer, criterion)
     echo = prompt_echo(PER_CRITERION, template)  # the verdict rule needs the prompt it must not accept back
+    if verdict_reading == OFFICIAL:  # the official runner asks once and reads the first match
+        max_attempts = 1
     problem, messages, sent = "no attempt made", first, set()
     for attempt in range(max_attempts):
         try:
@@ -159,7 +162,7 @@ async def _judge_one(
                 return CriterionJudgment(criterion_id, None, attempts=attempt + 1, error=f"{problem}{REASK_REFUSED}{failed.reason}",
                                          error_kind=ERROR_UNPARSEABLE)
             return CriterionJudgment(criterion_id, None, attempts=attempt + 1, error=failed.reason, error_kind=failed.kind)
-        reading = read_verdict(text, echo, answer)
+        reading = read_official(text) if verdict_reading == OFFICIAL else read_verdict(text, echo, answer)
         verdict = reading.verdicts.get(None)
         if verdict is not None:
             return CriterionJudgment(criterion_id, verdict.met, verdict.explanation, attempt + 1)
@@ -228,7 +231,7 @@ by :func:`_judge_prefix_first` only, read by the slots only."""
 
 async def _judge_prefix_first(
     question: str, answer: str, rubrics: Sequence[tuple[str, str]], complete: Complete, max_attempts: int,
-    template: JudgeTemplate | None, breaker: CircuitBreaker | None,
+    template: JudgeTemplate | None, breaker: CircuitBreaker | None, verdict_reading: str = STRICT,
 ) -> list[CriterionJudgment]:
     """Judge the first criterion alone, then the rest concurrently.
 
@@ -240,7 +243,7 @@ async def _judge_prefix_first(
     wait is one call's, not the queue's.
     """
     def judge(rubric: tuple[str, str]) -> Awaitable[CriterionJudgment]:
-        return _judge_one(question, answer, rubric[0], rubric[1], complete, max_attempts, template, breaker)
+        return _judge_one(question, answer, rubric[0], rubric[1], complete, max_attempts, template, breaker, verdict_reading)
 
     if not rubrics:
         return []
@@ -261,6 +264,7 @@ async def grade_answer(
     max_attempts: int = MAX_ATTEMPTS,
     template: JudgeTemplate | None = None,
     breaker: CircuitBreaker | None = None,
+    verdict_reading: str = STRICT,
 ) -> list[CriterionJudgment]:
     """Judge ``answer`` against every ``(criterion_id, criterion)`` in ``rubrics``.
 
@@ -286,10 +290,20 @@ async def grade_answer(
     and the judgment fails. A call that raises is not asked
     again; with a ``breaker`` shared by the run, once too many such calls in a row failed, the
     remaining ones fail as ``judge_unavailable`` without being sent.
+
+    ``verdict_reading`` is the project's rule (``strict``, the default: ``verdicts.read_verdict``)
+    or the released judge's runner's (``official``: ``verdicts.read_official``, the first
+    ``"criteria_met": true|false`` anywhere, one attempt, never asked again), which a user chooses
+    to reproduce the released pipeline's numbers. The official runner judges per criterion only:
+    ``official`` in batched mode is a ``ValueError``.
     """
     check_judge_mode(mode)
+    check_verdict_reading(verdict_reading)
+    if verdict_reading == OFFICIAL and mode != PER_CRITERION:
+        raise ValueError(f"judge_verdict_reading={OFFICIAL} reads one verdict a reply, as the official runner does: judge_mode={mode} "
+                         f"has no official reading; use judge_mode={PER_CRITERION}")
     if not (answer or "").strip():
         return [CriterionJudgment(cid, False, EMPTY_ANSWER, attempts=0) for cid, _ in rubrics]
     if mode == PER_CRITERION:
-        return await _judge_prefix_first(question, answer, rubrics, complete, max_attempts, template, breaker)
+        return await _judge_prefix_first(question, answer, rubrics, complete, max_attempts, template, breaker, verdict_reading)
     return await _judge_batched(question, answer, rubrics, complete, max_attempts, breaker)

@@ -384,3 +384,40 @@ def parse_verdict(reply: str | None, echo: frozenset[str], answer: str = "") -> 
 def parse_batched_verdicts(reply: str | None, criterion_ids: Sequence[str], echo: frozenset[str], answer: str = "") -> dict[str, Verdict]:
     """``{criterion_id: Verdict}`` for every criterion asked, or ``{}`` when the reply is no verdict."""
     return {k: v for k, v in read_batched(reply, criterion_ids, echo, answer).verdicts.items() if k is not None}
+
+
+# -- the official runner's reading (a mode a user chooses; docs/verdict-rule.md compares the two) --
+
+STRICT, OFFICIAL = "strict", "official"
+VERDICT_READINGS: tuple[str, ...] = (STRICT, OFFICIAL)
+# The released judge's runner reads the first quoted key followed by a bare true or false, in any
+# letter case, anywhere in the reply (inside thinking, prose or a quoted answer alike); nothing else
+# is a verdict, and it never asks again.
+OFFICIAL_MATCH = re.compile(r'"criteria_met"\s*:\s*(true|false)', re.IGNORECASE)
+NO_OFFICIAL_MATCH = 'no "criteria_met": true|false anywhere in the reply (the official reading; not asked again)'
+
+
+def check_verdict_reading(reading: str, name: str = "judge_verdict_reading") -> str:
+    """``reading`` if it is a verdict reading; ``ValueError`` naming the setting and the choices."""
+    if reading not in VERDICT_READINGS:
+        raise ValueError(f"{name}={reading!r}; choose one of {', '.join(VERDICT_READINGS)}")
+    return reading
+
+
+def read_official(reply: str | None) -> Reading:
+    """A per-criterion reply read as the released judge's runner reads it: the first
+    ``"criteria_met": true|false`` anywhere is the verdict; no match, no verdict. Nothing of the
+    strict rule applies (thinking, fences, the key counted, quotes of the answer, echoes, length).
+    The explanation is that of the JSON object holding the match, when one parses; else empty."""
+    found = OFFICIAL_MATCH.search(reply or "")
+    if found is None:
+        return Reading({}, NO_OFFICIAL_MATCH)
+    explanation = ""
+    for start, end in bracket_spans(reply or ""):
+        if start < found.start() < end:
+            value = _loads(reply[start:end])
+            holder = value if isinstance(value, dict) and "explanation" in value else None
+            if holder is not None:
+                explanation = holder["explanation"] if isinstance(holder["explanation"], str) else _text_of(holder["explanation"])
+            break
+    return Reading({None: Verdict(found.group(1).lower() == "true", explanation)})
