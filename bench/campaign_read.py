@@ -78,6 +78,7 @@ BUILD = "v1"  # the recipe's version: the cache is keyed by it
 STAMP = "2026-01-01T00-00-00.000000"  # lm-eval's file timestamp (one per output folder)
 INSPECT_STAMP = "2026-01-01T00-00-00-00-00"
 SCORER = "rubric_scorer"
+MET = "criteria_met"  # the case's met count in its score's value (scorers.clinconsensus.case_values)
 COMMANDS = ("summarize", "strict", "report", "compare")
 GOAL_TIME, GOAL_MEMORY, GOAL_REPORT_S = 1.5, 2.0, 60.0
 GOAL_COLD_100_S, GOAL_WARM_S, GOAL_MB_100 = 120.0, 15.0, 1024.0  # issue 54: 100 runs x 2,500 cases
@@ -216,7 +217,7 @@ def build_inspect(small: str, cases: int, models: range, folder: Path) -> list[P
         for s, j in flipped:
             step = _flip(s.scores[SCORER].metadata, j)
             if step and isinstance(s.scores[SCORER].value, dict):
-                s.scores[SCORER].value["met"] += step
+                s.scores[SCORER].value[MET] += step
         ours = headline([s.scores[SCORER].metadata for s in samples])
         for name, metric in metrics.items():
             plain = name.removesuffix("(judgments=complete)")  # no failed judgment: the same value
@@ -232,7 +233,7 @@ def build_inspect(small: str, cases: int, models: range, folder: Path) -> list[P
         for s, j in flipped:  # back to the grown run, for the next model
             step = _flip(s.scores[SCORER].metadata, j)
             if step and isinstance(s.scores[SCORER].value, dict):
-                s.scores[SCORER].value["met"] += step
+                s.scores[SCORER].value[MET] += step
     return paths
 
 

@@ -72,7 +72,8 @@ SETTINGS: tuple[Setting, ...] = (
             metadata="n_criteria", inspect="n_criteria"),
     Setting("thresholds", "list", "7,10", "the k of Pass@k and CACS@k (lm-eval: added to 7 and 10)", metadata="thresholds",
             inspect="thresholds"),
-    Setting("breakdowns", "bool", "true", "also report metrics by difficulty, subject, task and audience", inspect="breakdowns"),
+    Setting("breakdowns", "bool", "false", "also put the headline metrics by difficulty, subject and task label in the Inspect log's "
+            "results (summarize and the report always give them)", inspect="breakdowns"),
     Setting("answer_max_tokens", "int", "8192", "generation limit of the model under test (lm-eval: `max_gen_toks` of the YAML)",
             inspect="answer_max_tokens"),
     Setting("answer_cache", "bool", "false", "serve the model's answers from Inspect's response cache, per epoch (keyed by the "

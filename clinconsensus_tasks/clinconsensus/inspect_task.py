@@ -53,14 +53,14 @@ from clinconsensus_tasks.judge.inspect_calls import (
     probe_call_config,
     single_client_attempt,
 )
+from clinconsensus_tasks.scorers.clinconsensus.case_values import breakdown_metrics, case_value, run_metrics
 from clinconsensus_tasks.scorers.clinconsensus.explanation import case_explanation
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import classify
 from clinconsensus_tasks.scorers.clinconsensus import metric_table
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import TASK_VERSION
-from clinconsensus_tasks.scorers.clinconsensus.cacs import breakdowns, flatten_breakdowns, headline_stderrs, slices_of, summarize, without_failed_means
+from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
 from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRITERIA
-from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import comparison_metrics
-from clinconsensus_tasks.scorers.clinconsensus.jury import jury_metrics, panel_record
+from clinconsensus_tasks.scorers.clinconsensus.jury import panel_record
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import PER_CRITERION, PROBE_MESSAGES
@@ -102,49 +102,34 @@ def shown_alone(error: ClinConsensusError) -> ClinConsensusError:
     return alone
 
 
-@metric(name="clinconsensus", scores="unreduced")
-def clinconsensus_metrics(  # inspect-evals-lint: ignore[IETS008] -- reads every epoch; tested by eval(epochs=2) in tests/clinconsensus/test_frameworks.py (the rule's helper needs a tokenizer download)
-    thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA, with_breakdowns: bool = True,
+@metric(name="clinconsensus")
+def clinconsensus_metrics(  # inspect-evals-lint: ignore[IETS008] -- tested by eval(epochs=2) with each reducer in tests/clinconsensus/test_frameworks.py and on rows in tests/clinconsensus/test_case_values.py (the rule's helper needs a tokenizer download)
+    thresholds: Sequence[int] = (7, 10), n_criteria: int = DEFAULT_N_CRITERIA, with_breakdowns: bool = False,
     judge_failure_threshold: float | None = None,
 ) -> Metric:
-    """Rubric accuracy, Pass@k, CACS@k with their standard errors, judge failures and, optionally,
-    breakdowns; with a second judge, its metrics and the agreement of the two. ``suspect_answers``
-    counts answers flagged by ``answer_guard``.
+    """Rubric accuracy, Pass@k and CACS@k with their standard errors, the counts (failed judgments,
+    empty, truncated and suspect answers), the same means over the cases with no failed judgment,
+    the audience slices and, with a second judge or a jury, their metrics and the agreement
+    (``scorers.clinconsensus.case_values.run_metrics``); with ``with_breakdowns``, each headline
+    metric by difficulty, subject and task too.
 
-    Never raises on failed judgments: Inspect also calls a metric on the samples finished so far,
-    for its live display. The failure policy judges the whole run once, at its end
-    (:class:`JudgeFailurePolicy`); ``judge_failure_threshold`` is accepted for logs that record it.
-
-    The metric reads every (case, epoch) score, not a reduced one (``scores="unreduced"``): each
-    epoch's :class:`GradedCase` is in its score metadata, a case's epochs are averaged before the
-    cases (standard errors clustered by case), and failed judgments of every epoch add up."""
+    Each score's value is its case's row of per-case terms (``case_values.case_value``), so Inspect
+    reduces a case's epochs itself, as ``--epochs-reducer`` says (the mean by default), and this
+    metric reads the reduced rows: a standard error is over cases. Never raises (Inspect also calls a
+    metric on the samples finished so far, for its live display). The failure policy judges the
+    whole run once, at its end (:class:`JudgeFailurePolicy`); ``judge_failure_threshold`` is
+    accepted for logs that record it. A jury's kappas and the breakdowns by subject and task label
+    need each verdict: ``clinconsensus-eval summarize`` and the report give them."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        records = [GradedCase.from_dict(s.score.metadata or {}, f"sample {s.sample_id!r}") for s in scores]
-        results = [r.result() for r in records]
-        out = summarize(results, thresholds, n_criteria)
-        out.pop("cases")
-        out.update(headline_stderrs(results, thresholds, n_criteria))
-        out.update(without_failed_means(results, thresholds, n_criteria))  # failed judgments left out, not "not met"
-        out.update(metric_table.totals(records, leave_out=metric_table.TOKEN_COUNTS))
-        if with_breakdowns:
-            out.update(flatten_breakdowns(breakdowns(results, thresholds, n_criteria)))
-        out.update(jury_metrics(records, lambda role: _role_summary(records, role, thresholds, n_criteria)))
-        paired = [p for p in (r.paired() for r in records) if p is not None]
-        if paired:
-            out.update(comparison_metrics(paired, thresholds, n_criteria, prefix="local", by_label=with_breakdowns))
-            if with_breakdowns:
-                local_tables = breakdowns([p.other for p in paired], thresholds, n_criteria)
-                out.update({f"local/{k}": v for k, v in flatten_breakdowns(local_tables).items()})
+        values = [s.score.value for s in scores]
+        metadata = [s.sample_metadata or {} for s in scores]
+        out = run_metrics(values, [m.get("audience") for m in metadata], thresholds, n_criteria)
+        if with_breakdowns and out:
+            out.update(breakdown_metrics(values, [slices_of(m) for m in metadata], thresholds))
         return headline_first(out, thresholds)
 
     return compute
-
-
-def _role_summary(records: list[GradedCase], role: str, thresholds: Sequence[int], n_criteria: int) -> dict[str, float]:
-    out = summarize([r.role_result(role) for r in records], thresholds, n_criteria)
-    out.pop("cases")
-    return out
 
 
 def judge_roles_per_case() -> int:
@@ -262,12 +247,16 @@ def rubric_scorer(
     judge_failure_threshold: float | None = None,
     planned_judgments: int = 0,
     judge_calls: str = INSPECT_CALLS,
+    thresholds: Sequence[int] = (7, 10),
     judge_verdict_reading: str | None = None,
 ) -> Scorer:
     """Grade each answer against its case's rubric with the judge model.
 
-    The score metadata is the case's :class:`GradedCase` record (verdicts, explanations, failures,
-    and the second judge's in a dual-judge run); the value holds its counts, for display.
+    The score's value is the case's row of per-case terms and counts (``case_values.case_value``:
+    what the metrics average or add, and what Inspect reduces over epochs); its explanation, the
+    table a reader sees in Inspect View; its metadata, the case's :class:`GradedCase` record
+    (verdicts, reasons, failures, every judge role's) for programs. ``thresholds``: the k of the
+    Pass@k and CACS@k terms in the value (the task's).
     ``judge_prompt`` is ``official`` (the default, also from ``$CLINCONSENSUS_JUDGE_PROMPT``),
     ``project`` or a template file; it is resolved here, when the task is built, so a template
     that cannot be had stops the run before any answer. The metrics attached here use k = 7 and 10; the task
@@ -312,7 +301,7 @@ def rubric_scorer(
             record = record.with_role(SECOND_ROLE, graded[-1])
         record = replace(record, answer_truncated=truncated, thinking_removed=seen.thinking_removed or (reasoned and not judge_sees_thinking))
         return Score(
-            value={"met": record.met, "judged": record.judged, "failures": record.failures, "empty": int(record.answer_empty)},
+            value=case_value(record, thresholds, n_criteria),  # the case's per-case terms and counts: what Inspect reduces
             answer=answer,
             explanation=case_explanation(record, rubrics),  # what a reader sees in Inspect View: every criterion's verdict and reason
             metadata={**record.to_dict(), **judges_provenance(graders, local, judge_mode, prompt_info)},
@@ -334,7 +323,7 @@ def clinconsensus(
     judge_cache: bool = True,
     judge_check: bool = True,
     judge_max_tokens: int | None = None,
-    breakdowns: bool = True,
+    breakdowns: bool = False,
     allow_self_grading: bool = False,
     judge_prompt: str | None = None,
     answer_max_tokens: int = ANSWER_MAX_TOKENS,
@@ -364,7 +353,9 @@ def clinconsensus(
         judge_check: send the judge one test request before generating anything.
         judge_max_tokens: the judge's token budget per call (default 512 per criterion, 96 per
             criterion in batched mode).
-        breakdowns: also report rubric accuracy and CACS by difficulty, subject, task and audience.
+        breakdowns: also put each headline metric by difficulty, subject and task label in the log's
+            results (default false: ``clinconsensus-eval summarize`` and the report give them, with
+            a jury's kappas; the audience slices are always there, as in lm-eval's results).
         allow_self_grading: grade with the model under test when no ``grader`` role is bound.
         judge_prompt: per-criterion judge prompt: ``official`` (the template the released judge
             was trained on, downloaded and sha256-checked at first use), ``project`` (the
@@ -413,7 +404,7 @@ def clinconsensus(
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check, checked, answer_cache),
         scorer=rubric_scorer(judge_mode, n_criteria, judge_max_attempts, judge_cache, GRADER_ROLE, allow_self_grading,
                              judge_max_tokens, judge_prompt, judge_sees_thinking,
-                             judge_structured_output=judge_structured_output, judge_calls=judge_calls,
+                             judge_structured_output=judge_structured_output, judge_calls=judge_calls, thresholds=list(ks),
                              judge_verdict_reading=judge_verdict_reading),
         metrics=[clinconsensus_metrics(ks, n_criteria, breakdowns)],
         early_stopping=JudgeFailurePolicy(threshold, judges=judge_roles_per_case),

@@ -153,21 +153,30 @@ def write_inspect(source: Path, output: Path, fresh: list[GradedCase], judge: st
     from clinconsensus_tasks.log_files import read_inspect_log
     from inspect_ai.scorer import SampleScore, Score
 
+    from inspect_ai.scorer import mean_score
+
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus_metrics
+    from clinconsensus_tasks.scorers.clinconsensus.case_values import case_value
+    from clinconsensus_tasks.scorers.clinconsensus.explanation import case_explanation
+    from clinconsensus_tasks.scorers.clinconsensus.metric_table import reported_thresholds
     from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER
 
     log = read_inspect_log(source, whole=True)  # written back: its transcripts too
-    scores = []
+    thresholds = reported_thresholds(log.results.scores[0].metrics if log.results and log.results.scores else ()) or (10, 7)
+    epochs: dict[object, list] = {}
     for sample, record in zip(log.samples or [], fresh):
         old = sample.scores[INSPECT_SCORER]
+        rubrics = [(r["criterion_id"], r["criterion"]) for r in (sample.metadata or {}).get("rubrics") or ()]
         sample.scores[INSPECT_SCORER] = Score(
-            value={"met": record.met, "judged": record.judged, "failures": record.failures, "empty": int(record.answer_empty)},
+            value=case_value(record, thresholds),
             answer=old.answer,
-            explanation=f"{record.met}/{record.judged} criteria met (re-graded by {judge}, {mode})",
+            explanation=f"Re-graded by {judge} ({mode}). " + case_explanation(record, rubrics),
             metadata=record.to_dict(),
         )
-        scores.append(SampleScore(score=sample.scores[INSPECT_SCORER], sample_id=sample.id, sample_metadata=sample.metadata))
-    values = clinconsensus_metrics()(scores)
+        epochs.setdefault(sample.id, [sample.metadata, []])[1].append(sample.scores[INSPECT_SCORER])
+    # Each case's epochs reduced as Inspect reduces them by default (the mean), then the task's metric.
+    scores = [SampleScore(score=mean_score()(kept), sample_id=sid, sample_metadata=meta) for sid, (meta, kept) in epochs.items()]
+    values = clinconsensus_metrics(thresholds)(scores)
     if log.results and log.results.scores:
         log.results.scores[0].metrics = {k: EvalMetric(name=k, value=float(v)) for k, v in values.items()}
     prompt = dict(fresh[0].judge_prompt) if fresh else {}

@@ -52,6 +52,7 @@ class RunFacts:
     variant: str = "clean"  # CliMedBench: clean, or an analysis variant (perturbed, nota, cot, ll)
     physicians: Mapping[str, Any] | None = None  # the judge against a physicians' review (review.run_agreement), when given
     reliability: Mapping[str, Any] | None = None  # the judge asked again (gates.reliability.check_of_run), when given
+    epochs_reducer: str = "mean"  # Inspect --epochs-reducer: how each case's epochs made its value
 
 
 # -- reading what a run recorded -----------------------------------------------------------------
@@ -75,6 +76,7 @@ def _inspect_facts(path: Path) -> RunFacts:
     facts.selection = " ".join(x for x in (f"--limit {limit}" if limit is not None else "",
                                            f"--sample-id {sample_id}" if sample_id is not None else "") if x)
     facts.planned_cases = spec.dataset.samples
+    facts.epochs_reducer = ",".join(spec.config.epochs_reducer or ["mean"])
     scores = next((s for s in (log.results.scores if log.results else []) if s.scorer in (INSPECT_SCORER, "climedbench_scorer")), None)
     facts.header_metrics = {k: m.value for k, m in scores.metrics.items()} if scores else {}
     if benchmark == CLIMEDBENCH:

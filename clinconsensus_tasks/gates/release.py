@@ -300,7 +300,15 @@ def _numbers(run: RunFacts, bar: ReleaseBar) -> list[str]:
     if not run.header_metrics:  # not an edit: Inspect writes none when the failure policy ends the run
         return ["the header holds no numbers (the run ended before its metrics were computed): finish it with "
                 "inspect score LOG --overwrite --action overwrite (lm-eval: the same command again)"]
+    if run.epochs_reducer != "mean":
+        return [f"each case's epochs were reduced by {run.epochs_reducer} (--epochs-reducer): a release number is the mean "
+                "over a case's epochs; run with the default reducer (mean)"]
     ours = summarize([r.graded.result() for r in run.records], run.thresholds, DEFAULT_N_CRITERIA)
+    # A count in the header is each case's mean over its epochs, summed (Inspect reduces it as the terms).
+    epochs: dict[str, list[int]] = {}
+    for r in run.records:
+        epochs.setdefault(r.graded.case_id, []).append(r.graded.failures)
+    ours["judge_failures"] = math.fsum(math.fsum(f) / len(f) for f in epochs.values())
     names = [n for n in mean_names(run.thresholds) + ["judge_failures"] if n in run.header_metrics or n in mean_names(run.thresholds)]
     differ = [n for n in names if n not in run.header_metrics or not math.isclose(ours[n], run.header_metrics[n], rel_tol=1e-9, abs_tol=1e-9)]
     if differ:

@@ -281,12 +281,13 @@ def test_the_hub_revision_defaults_to_the_pinned_one_and_is_chosen_explicitly(mo
     monkeypatch.setattr(dataset, "HF_DATA_REVISION", None)
     with pytest.raises(DataSourceError, match="revision default branch"):
         load_from_hub()
-    assert "pins no revision of skylenage/ClinConsensus" in capsys.readouterr().err
+    assert ("reading skylenage/ClinConsensus at its default branch, which moves: the run records the commit and sha256 "
+            "it read, and the release gate asks for a run pinned to a commit") in capsys.readouterr().err
     pinned = "0123456789abcdef0123456789abcdef01234567"
     monkeypatch.setattr(dataset, "HF_DATA_REVISION", pinned)
     with pytest.raises(DataSourceError, match=f"revision {pinned}"):
         load_from_hub()
-    assert "pins no revision" not in capsys.readouterr().err
+    assert "which moves" not in capsys.readouterr().err  # a commit pins the data: nothing to warn of
     monkeypatch.setenv("CLINCONSENSUS_DATA_REVISION", "refs/pr/1")
     with pytest.raises(DataSourceError, match="revision refs/pr/1"):
         load_from_hub()

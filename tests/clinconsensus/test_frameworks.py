@@ -179,7 +179,7 @@ def test_inspect_self_grading_only_when_asked(fake_server, tmp_path):
 
 
 def test_summarize_recomputes_the_same_metrics_from_either_log(fake_server, tmp_path, capsys):
-    log, inspect_metrics = run_inspect(tmp_path / "logs")
+    log, inspect_metrics = run_inspect(tmp_path / "logs", breakdowns=True)  # -T breakdowns=true: by subject in the log too
     fake_server.reset()
     results, _ = run_lmeval(fake_server.base_url)
     samples = tmp_path / "samples_clinconsensus.jsonl"
@@ -247,8 +247,10 @@ def test_bad_judge_settings_are_named(monkeypatch):
 
 def test_epochs_keep_every_epochs_counts(fake_server, tmp_path, monkeypatch):
     monkeypatch.setenv(ENV_FAILURE_THRESHOLD, "0.1")  # the flaky judge garbles ~5% for good: above the 1% default
-    # Two epochs of the same deterministic answers: every case observed twice, so the metrics
-    # equal the single-epoch ones and failed judgments are counted twice, not averaged away.
+    # Two epochs of the same deterministic answers: every case observed twice, so the metrics equal
+    # the single-epoch ones. Inspect reduces each case's epochs (the mean, --epochs-reducer), counts
+    # too: judge_failures is the mean over epochs of each case's count, summed over cases; the
+    # failure policy counts every epoch's failed judgments (the log's early_stopping metadata).
     from inspect_ai import eval as inspect_eval
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
@@ -261,7 +263,37 @@ def test_epochs_keep_every_epochs_counts(fake_server, tmp_path, monkeypatch):
     metrics = {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
     expected = expected_metrics(flaky=True)
     assert {k: metrics[k] for k in HEADLINE if k != "judge_failures"} == {k: expected[k] for k in HEADLINE if k != "judge_failures"}
-    assert metrics["judge_failures"] == 2 * expected["judge_failures"]
+    assert metrics["judge_failures"] == expected["judge_failures"]
+    assert log.results.early_stopping.metadata["failed_judgments"] == 2 * expected["judge_failures"]
+
+
+
+def test_the_epochs_reducer_means_what_inspect_says(fake_server, tmp_path):
+    # A judge that flips a verdict on some asks (judge-flip30, seeded by the ask), asked anew in each
+    # epoch (judge_cache off): a case's epochs differ, and each reducer gives its own number, the
+    # headline of the per-case reduced terms (mean: their mean; max: the best epoch's).
+    from inspect_ai import Epochs, eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+    from clinconsensus_tasks.scorers.clinconsensus.records import GradedCase
+    from clinconsensus_tasks.scorers.means import mean
+
+    def run(reducer: str):
+        log = inspect_eval(clinconsensus(data="sample", judge_cache=False, judge_failure_threshold=0.2),
+                           model="openai-api/cand/cand-model", epochs=Epochs(2, reducer), log_dir=str(tmp_path / reducer),
+                           model_roles={"grader": "openai-api/judge/judge-flip30"}, display="none")[0]
+        assert log.status == "success", log.error
+        return log, {k: v.value for s in log.results.scores for k, v in s.metrics.items()}
+
+    by_case: dict[str, list[float]] = {}
+    log, mean_metrics = run("mean")
+    for sample in log.samples:
+        record = GradedCase.from_dict(sample.scores["rubric_scorer"].metadata)
+        by_case.setdefault(record.case_id, []).append(record.terms()["cacs@10"])
+    assert any(len(set(epochs)) > 1 for epochs in by_case.values())  # the judge did flip between epochs
+    assert mean_metrics["cacs@10"] == mean([mean(epochs) for epochs in by_case.values()])
+    _, max_metrics = run("max")
+    assert max_metrics["cacs@10"] >= mean_metrics["cacs@10"]
 
 
 def test_empty_answers_are_not_sent_to_the_judge(fake_server, tmp_path):

@@ -61,8 +61,8 @@ def runs(server, tmp_path_factory):
         server.reset()
         plans = [
             # a run with its own k (5) beside 7 and 10: the report shows it, for every run
-            (clinconsensus(data="sample", thresholds=[5, 7, 10]), "openai-api/cand/cand-model", {"grader": "openai-api/judge/judge-model"}),
-            (clinconsensus(data="sample"), "openai-api/cand/dual-model",
+            (clinconsensus(data="sample", thresholds=[5, 7, 10], breakdowns=True), "openai-api/cand/cand-model", {"grader": "openai-api/judge/judge-model"}),
+            (clinconsensus(data="sample", breakdowns=True), "openai-api/cand/dual-model",
              {"grader": "openai-api/judge/judge-model", "local_grader": "openai-api/judge/judge-alt"}),
             (climedbench(data_dir="sample", scenarios=",".join(CLIMEDBENCH_SCENARIOS)), "openai-api/cand/examinee-1", None),
             (climedbench(data_dir="sample", scenarios=",".join(CLIMEDBENCH_SCENARIOS)), "openai-api/cand/examinee-2", None),
