@@ -87,14 +87,14 @@ def climedbench_scorer(similarity_model: str | None = None) -> Scorer:
         asked = {"epoch": state.epoch, "variant": state.metadata.get("variant", CLEAN),
                  "length_decile": int(state.metadata.get("length_decile", 0))}
         if SCENARIOS[code].kind != SIMILARITY:
-            return Score(**score_fields(score_item(code, item, answer, **asked)))
+            return Score(**score_fields(score_item(code, item, answer, **asked), item))
         from clinconsensus_tasks.climedbench.similarity import EmbeddingBatcher, configured_model
 
         if batcher is None:
             batcher = EmbeddingBatcher(configured_model(similarity_model))
         cosine = await batcher.similarity(answer, item["answer"]) if answer.strip() else 0.0
         result = score_item(code, item, answer, cosine=cosine, similarity_model=batcher.model_name, **asked)
-        return Score(**score_fields(result))
+        return Score(**score_fields(result, item))
 
     return score
 

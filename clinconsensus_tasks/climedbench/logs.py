@@ -39,6 +39,7 @@ from clinconsensus_tasks.record_files import read_jsonl
 from clinconsensus_tasks.errors import DataValidationError
 from clinconsensus_tasks.log_files import is_lmeval_samples, read_inspect_log as read_eval
 from clinconsensus_tasks.storage import is_url, location, storage_errors
+from clinconsensus_tasks.scorers.climedbench.explanation import item_explanation
 from clinconsensus_tasks.scorers.climedbench.item_result import ItemResult, item_key
 from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_metric
 from clinconsensus_tasks.scorers.climedbench.metric_table import item_metric_names
@@ -93,8 +94,10 @@ class ItemLog:
 # -- the two frameworks' log shapes of one item --------------------------------------------------
 
 
-def score_fields(result: ItemResult) -> dict[str, Any]:
-    """Keyword arguments of the Inspect ``Score`` the scorer logs for ``result``."""
+def score_fields(result: ItemResult, item: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Keyword arguments of the Inspect ``Score`` the scorer logs for ``result``; with the ``item``
+    (as the data gives it), the explanation a reader sees: what the rule read beside what is right
+    (``scorers.climedbench.explanation``)."""
     metadata: dict[str, Any] = {"scenario": result.scenario, "metric": result.metric}
     if result.similarity_model is not None:
         metadata["similarity_model"] = result.similarity_model
@@ -105,7 +108,7 @@ def score_fields(result: ItemResult) -> dict[str, Any]:
     return {
         "value": {"value": result.value, "parsed": 1.0 if result.parsed else 0.0},
         "answer": result.answer,
-        "explanation": result.explanation,
+        "explanation": item_explanation(item, result) if item is not None else result.explanation,
         "metadata": metadata,
     }
 

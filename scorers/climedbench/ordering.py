@@ -85,7 +85,7 @@ def kendall_tau_partial(predicted: Sequence[str], gold: Sequence[str]) -> float:
     return total / (n * (n - 1) / 2)
 
 
-def _gold_steps(gold: str | Sequence[str]) -> list[str]:
+def gold_steps(gold: str | Sequence[str]) -> list[str]:
     if isinstance(gold, str):
         return _dedupe(_ASCII_LETTER.findall(unicodedata.normalize("NFKC", gold).upper()))
     return _dedupe(unicodedata.normalize("NFKC", g).strip().upper() for g in gold)
@@ -96,7 +96,7 @@ def score_order(answer: str, gold: str | Sequence[str]) -> tuple[float, bool]:
 
     The step letters are the gold letters; a gold string may be "DCBA" or "D→C→B→A".
     """
-    steps = _gold_steps(gold)
+    steps = gold_steps(gold)
     predicted = extract_order(answer, steps)
     if not predicted:
         return 0.0, False

@@ -20,25 +20,10 @@ from typing import Mapping, Sequence
 
 from clinconsensus_tasks.scorers.clinconsensus.records import HEADLINE_ROLE, SECOND_ROLE, GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment
+from clinconsensus_tasks.scorers.markdown import cell
 
-CELL_CHARS = 160  # a criterion's text or a judge's reason in one cell, at most
 MET, NOT_MET, FAILED = "met", "**not met**", "**FAILED**"  # words, not emoji: a viewer without an emoji font shows boxes
 DISAGREE = "≠"
-# CommonMark backslash escapes: a cell's text can neither end the cell nor start markup or a link.
-# Not < > &: Inspect View escapes HTML itself before it renders Markdown (a backslash there would
-# show as "\&gt;"), so a tag in a judge's reason is shown as text.
-_ESCAPES = {ch: "\\" + ch for ch in "|`*_[]#\\!~"}
-
-
-def cell(text: object, limit: int = CELL_CHARS) -> str:
-    """``text`` as one Markdown table cell: white space runs (line breaks too) made one space, cut
-    to ``limit`` characters with an ellipsis, and the characters that would end the cell, start
-    markup or open HTML escaped. Only the first ``4 x limit`` characters are read."""
-    raw = str(text if text is not None else "")[: 4 * limit]
-    flat = " ".join(raw.split())
-    if len(flat) > limit:
-        flat = flat[: limit - 1].rstrip() + "…"
-    return "".join(_ESCAPES.get(ch, ch) for ch in flat)
 
 
 def verdict_word(judgment: CriterionJudgment | None) -> str:

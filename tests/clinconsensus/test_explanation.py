@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from clinconsensus_tasks.scorers.clinconsensus.explanation import CELL_CHARS, case_explanation, cell
+from clinconsensus_tasks.scorers.clinconsensus.explanation import case_explanation
+from clinconsensus_tasks.scorers.markdown import CELL_CHARS, cell
 from clinconsensus_tasks.scorers.clinconsensus.jury import panel_record
 from clinconsensus_tasks.scorers.clinconsensus.records import SECOND_ROLE, GradedCase
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment as J
