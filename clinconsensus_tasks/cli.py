@@ -17,6 +17,8 @@
 * ``estimate [DATA]``: judge calls and tokens of a run before it starts (see ``commands.estimate``).
 * ``audit LOG``: an API judge grades a stratified sample of a local judge's run (see ``commands.audit``).
 * ``compare-models BASELINE CANDIDATE``: the regression gate (see ``gates.regression``).
+* ``publish RUN... --output DIR``: a release's numbers in the Hub's forms, from runs the release
+  gate passes (see ``gates.publication``).
 * ``robustness CLEAN_RUN VARIANT_RUN``: CliMedBench's score drop under a variant (perturbed, NOTA,
   CoT), per scenario and overall, items paired, with paired bootstrap intervals.
 * ``reliability RUN... --output DIR``: the runs' judges asked again: flip rates, self-agreement,
@@ -71,6 +73,7 @@ def commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None]
         export_official,
         export_sft,
         include_path,
+        publish,
         reliability,
         report,
         rescore,
@@ -104,6 +107,9 @@ def commands() -> list[tuple[str, str, Callable[[argparse.ArgumentParser], None]
                            "the release gate's run facts find unfit (unfinished, too many failed judgments, suspect or cut "
                            "answers, --limit, an old task version, edited numbers) is refused, exit 1",
          compare_models.add_arguments, compare_models.main),
+        ("publish", "a model's release for the Hugging Face Hub (.eval_results/*.yaml, the model card's model-index, "
+                    "provenance.json) from runs the release gate passes, with its bar and flags; a run it refuses refuses "
+                    "the release (exit 1, the gate's reasons, nothing written)", publish.add_arguments, publish.main),
         ("serve-stand-in", "serve the project's stand-in model and judge (an OpenAI-compatible server on "
                            "127.0.0.1, the one the demo and the tests use) to try commands without an endpoint",
          serve_stand_in.add_arguments, serve_stand_in.main),
