@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import sys
 from collections import defaultdict
 from typing import Any
@@ -115,7 +116,14 @@ def main(args: argparse.Namespace) -> int:
         save_plan(folder, plan)
     from clinconsensus_tasks.scorers.clinconsensus.judge_failures import JudgeUnavailableError
 
-    asked, stopped, unreached = asyncio.run(_ask(plan, askers, protocols, pending, folder, args.max_calls))
+    # While asking, Python's full collections leave out what exists now (the frameworks' modules, the
+    # runs' records): each one scanned it all and stalled the asks 0.2-0.4 s, every 8 s of an
+    # Inspect check (bench/reliability_speed.py: the judging span 1.24x -> 1.18x the ideal).
+    gc.freeze()
+    try:
+        asked, stopped, unreached = asyncio.run(_ask(plan, askers, protocols, pending, folder, args.max_calls))
+    finally:
+        gc.unfreeze()
     if unreached:
         raise JudgeUnavailableError(f"reliability: the judge did not answer ({unreached}): {asked} asks made and kept in {folder}, the "
                                     "rest not; once the judge works, run the same command again and only the missing asks are made")
@@ -136,7 +144,19 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-CHUNK_CALLS = 240  # judge calls asked together (8 cases of 30 criteria; 240 cases batched): a failure loses at most a chunk's answers
+WINDOW_CALLS = 240  # judge calls of the asks in flight (8 cases of 30 criteria; 240 cases batched): what a stop may lose
+CALLS_PER_CONNECTION = 3  # ... or, for a judge of more than 80 connections, 3 a connection: enough to keep them all busy
+
+
+def window(askers: dict[tuple[int, str], Any]) -> int:
+    """The judge calls the asks in flight may hold at once (those asked, not yet written): 240, or
+    3 per connection of the judge with the most. Why 3: a per-criterion ask sends its first
+    criterion alone and its other 29 once it returns (for the judge's prompt cache), so it keeps
+    15 connections busy on average over its two turns; asks holding 2 calls a connection keep
+    every connection busy only while none waits, and the third absorbs the waits (simulated with
+    the judge's own slots: 1.26x, 1.15x and 1.08x of the ideal at 256 connections for 2, 2 + 60/256
+    and 3 a connection)."""
+    return max([WINDOW_CALLS] + [CALLS_PER_CONNECTION * asker.connections for asker in askers.values()])
 
 
 def _askers(runs: list[Any], protocols: list[Any], pending: list[Any]) -> dict[tuple[int, str], Any]:
@@ -151,55 +171,87 @@ def _askers(runs: list[Any], protocols: list[Any], pending: list[Any]) -> dict[t
 
 async def _ask(plan: dict[str, Any], askers: dict[tuple[int, str], Any], protocols: list[Any], pending: list[Any], folder: Any,
                max_calls: int | None) -> tuple[int, bool, str]:
-    """Ask ``pending`` round by round (every first ask, then every second, then the edits), each chunk
-    of a round written to ``folder`` as it returns; returns the asks made, whether ``max_calls``
-    stopped it, and why the judge could not be reached if it could not. An ask the judge did not
-    answer (transport failures after the retries, its breaker open) is no answer of the judge's:
-    it is not kept, and the check stops there; an unreadable reply or a refused request is the
-    judge's answer, kept as a failed ask. What binding the judges opened is closed on every way
-    out (done, stopped, an error, Ctrl-C)."""
+    """Ask ``pending`` (every first ask, then every second, then the edits), each ask written to
+    ``folder`` as it returns; returns the asks made, whether ``max_calls`` stopped it, and why the
+    judge could not be reached if it could not. An ask the judge did not answer (transport failures
+    after the retries, its breaker open) is no answer of the judge's: it is not kept, no ask starts
+    after it, and the check stops once those in flight return; an unreadable reply or a refused
+    request is the judge's answer, kept as a failed ask. What binding the judges opened is closed
+    on every way out (done, stopped, an error, Ctrl-C)."""
     try:
-        return await _ask_rounds(plan, askers, protocols, pending, folder, max_calls)
+        return await _ask_streaming(plan, askers, protocols, pending, folder, max_calls)
     finally:
         for asker in askers.values():
             await asker.aclose()
 
 
-async def _ask_rounds(plan: dict[str, Any], askers: dict[tuple[int, str], Any], protocols: list[Any], pending: list[Any], folder: Any,
-                      max_calls: int | None) -> tuple[int, bool, str]:
+async def _ask_streaming(plan: dict[str, Any], askers: dict[tuple[int, str], Any], protocols: list[Any], pending: list[Any], folder: Any,
+                         max_calls: int | None) -> tuple[int, bool, str]:
+    """The asks as a stream: a new ask starts as soon as the calls in flight leave room for it
+    (:func:`window`), so the judge's connections are never idle while asks remain (they went in
+    rounds of 240 calls before, each waiting for its slowest case: docs/performance.md). An ask's
+    calls count against the window until its answer is written, so a stop loses at most a
+    window's answers: those of the asks in flight and of those being written."""
+    from tqdm.auto import tqdm
+
     from clinconsensus_tasks.run_records.reliability_check import AS_IS, asked_line, documents, unit_calls, write_asks
 
     forms = [AS_IS, *plan["settings"]["transforms"]]
-    rounds: dict[tuple, list[Any]] = defaultdict(list)
-    for unit in pending:
-        rounds[unit.group].append(unit)
-    order = sorted(rounds, key=lambda g: (forms.index(g[2]), g[3], g[0], g[1]))
+    order = sorted(pending, key=lambda u: (forms.index(u.form), u.ask, u.run, u.role))  # stable: the run's case order within a group
     budget = max_calls if max_calls is not None else float("inf")
-    asked = 0
-    for group in order:
-        chunk_units = rounds[group]
-        mode = protocols[group[0]].mode
-        size = max(1, CHUNK_CALLS // max(unit_calls(chunk_units[0], mode), 1))
-        for start in range(0, len(chunk_units), size):
-            chunk = chunk_units[start:start + size]
-            fits = []
-            for unit in chunk:
-                if unit_calls(unit, mode) > budget:
-                    break
-                budget -= unit_calls(unit, mode)
-                fits.append(unit)
-            if fits:
-                docs, answers = documents(fits)
-                graded = await askers[group[0], group[1]].ask(docs, answers)
-                answered = [(u, g) for u, g in zip(fits, graded) if not _unreached(g)]
-                if answered:
-                    write_asks(folder, group, [asked_line(u, g) for u, g in answered])
+    todo: list[tuple[Any, int]] = []
+    for unit in order:
+        calls = unit_calls(unit, protocols[unit.run].mode)
+        if calls > budget:
+            break
+        budget -= calls
+        todo.append((unit, calls))
+    limit = window(askers)
+
+    async def one(unit: Any) -> tuple[Any, Any]:
+        docs, answers = documents([unit])
+        return unit, await askers[unit.run, unit.role].grade(docs[0], answers[0])
+
+    running: dict[asyncio.Future[tuple[Any, Any]], int] = {}  # each ask in flight, and its calls
+    held, asked, unreached, failure = 0, 0, "", None  # held: calls of the asks in flight, not yet written
+    upcoming = iter(todo)
+    following = next(upcoming, None)
+    progress = tqdm(total=len(todo), desc="reliability: asks", unit="ask", file=sys.stderr)
+    try:
+        while True:
+            while following is not None and not (unreached or failure) and (not running or held + following[1] <= limit):
+                unit, calls = following
+                running[asyncio.ensure_future(one(unit))] = calls
+                held += calls
+                following = next(upcoming, None)
+            if not running:
+                break
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            answered = []
+            for job in done:
+                if job.exception() is not None:
+                    failure = failure or job.exception()
+                    continue
+                unit, graded = job.result()
+                why = _unreached(graded)
+                if why:
+                    unreached = unreached or why
+                else:
+                    answered.append((unit, graded))
+            if answered:  # no ask starts while they are written: their calls are held until then
+                await asyncio.to_thread(write_asks, folder, [asked_line(u, g) for u, g in answered])
                 asked += len(answered)
-                if len(answered) < len(fits):
-                    return asked, False, next(_unreached(g) for g in graded if _unreached(g))
-            if len(fits) < len(chunk):
-                return asked, True, ""
-    return asked, False, ""
+            held -= sum(running.pop(job) for job in done)
+            progress.update(len(done))
+    finally:
+        progress.close()
+        for job in running:
+            job.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+    if failure is not None:
+        raise failure
+    return asked, len(todo) < len(order) and not unreached, unreached
 
 
 def _unreached(graded: Any) -> str:

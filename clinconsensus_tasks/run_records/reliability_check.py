@@ -11,9 +11,9 @@ in the output folder as they come, and the figures made from them.
   once under each answer-irrelevant edit (``answer_forms``) that changes it, under the protocol the
   run recorded (mode, prompt rebuilt and checked by its sha256, verdict length, structured output,
   thinking off and the input cut where the transport applies them). Each ask is a fresh request:
-  the project's verdict cache and Inspect's response cache are passed by, and each answer of a
-  round is written to ``asks/`` the moment the round returns, so a check that stops (``--max-calls``,
-  a dead judge, Ctrl-C) keeps every answer it got and resumes asking only what is missing.
+  the project's verdict cache and Inspect's response cache are passed by, and each ask is written
+  to ``asks/`` as it returns, so a check that stops (``--max-calls``, a dead judge, Ctrl-C) keeps
+  every answer it got but those of the asks still in flight, and resumes asking only what is missing.
 * **The judge** (:func:`judge_asker`): an Inspect run's judge is bound again from the role its
   log's header recorded (model, config, base URL, arguments; keys from the environment, as when it
   ran) and asked through Inspect's model API, any provider, in-process ones included; an lm-eval
@@ -69,7 +69,8 @@ class CheckError(ClinConsensusError):
 @dataclass(frozen=True)
 class CheckRun:
     """A run to ask again: its name, where it was read, its framework, its records, the judge settings
-    its header recorded (Inspect task arguments, lm-eval ``--metadata``) and, for Inspect, its roles."""
+    its header recorded (Inspect task arguments, lm-eval ``--metadata``) and, for Inspect, its roles
+    and the eval's ``--max-connections`` (what a role that sets none had as its connections)."""
 
     name: str
     path: str
@@ -77,6 +78,7 @@ class CheckRun:
     records: Sequence[LoggedCase]
     settings: Mapping[str, Any] = field(default_factory=dict)
     roles: Mapping[str, Any] = field(default_factory=dict)
+    max_connections: int | None = None
 
 
 def read_check_runs(paths: Sequence[str | Path]) -> list[CheckRun]:
@@ -93,8 +95,9 @@ def read_check_runs(paths: Sequence[str | Path]) -> list[CheckRun]:
             runs.append(CheckRun(f"{where.parent.name.replace('__', '/')} (lm-eval)", named, "lm-eval", records, settings))
             continue
         spec = read_inspect_log(where, header_only=True).eval
+        connections = getattr(getattr(spec, "model_generate_config", None), "max_connections", None)
         runs.append(CheckRun(f"{model_display_name(spec.model)} (inspect)", named, "inspect", records, dict(spec.task_args or {}),
-                             dict(spec.model_roles or {})))
+                             dict(spec.model_roles or {}), connections))
     return runs
 
 
@@ -350,11 +353,13 @@ def read_asks(folder: Any) -> tuple[dict[str, dict[str, Any]], list[str]]:
     return asks, notes
 
 
-def write_asks(folder: Any, group: tuple[int, str, str, int], lines: Sequence[Mapping[str, Any]]) -> Any:
-    """One round's asks as a file of their own (a URL prefix has no append): ``asks/NNNNNN-...jsonl``."""
+def write_asks(folder: Any, lines: Sequence[Mapping[str, Any]]) -> Any:
+    """Asks just returned, as a file of their own (a URL prefix has no append):
+    ``asks/<UTC time>-<process>-<asks>.jsonl``."""
+    import os
+
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
-    run, role, form, ask = group
-    path = folder / ASKS / f"{stamp}-r{run}-{role}-{form}-{ask}.jsonl"
+    path = folder / ASKS / f"{stamp}-{os.getpid()}-{len(lines)}.jsonl"
     write_text(path, "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
     return path
 
@@ -401,7 +406,7 @@ def save_plan(folder: Any, plan: Mapping[str, Any]) -> None:
 
 # -- the judges -------------------------------------------------------------------------------------
 
-Asker = Callable[[list[dict[str, Any]], list[str]], Awaitable[list[GradedCase]]]
+Grader = Callable[[dict[str, Any], str], Awaitable[GradedCase]]
 
 
 async def _nothing_to_close() -> None:
@@ -410,12 +415,15 @@ async def _nothing_to_close() -> None:
 
 @dataclass(frozen=True)
 class JudgeAsker:
-    """How to ask one judge of a run again (:func:`judge_asker`): ``ask(docs, answers)``, the judge's
-    name, and ``aclose()``, which closes what binding the judge opened (an Inspect judge's model
-    client; the project's client closes its own after each round)."""
+    """How to ask one judge of a run again (:func:`judge_asker`): ``grade(doc, answer)`` makes one ask
+    (a case's asked criteria, one answer) and may be called for many asks at once: they share the
+    judge's ``connections`` (its client, connection slots, breaker and input limits are the
+    asker's, for the whole check); the judge's name; and ``aclose()``, which closes what binding
+    the judge opened."""
 
-    ask: Asker
+    grade: Grader
     judge: str
+    connections: int
     aclose: Callable[[], Awaitable[None]] = _nothing_to_close
 
 
@@ -460,14 +468,24 @@ def _inspect_asker(run: CheckRun, role: str, protocol: RunProtocol) -> JudgeAske
     from inspect_ai.model import GenerateConfig, get_model
 
     from clinconsensus_tasks.inspect_compat import PrerequisiteError
-    from clinconsensus_tasks.judge.inspect_calls import INSPECT_CALLS, check_judges_now, judge_decoding, judge_documents_inspect
+    from clinconsensus_tasks.judge.inspect_calls import (
+        INSPECT_CALLS, InspectJudges, check_judges_now, grade_by, judge_connections, judge_decoding,
+    )
+    from clinconsensus_tasks.judge.official_template import prompt_record
+    from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
+    from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
 
     config = _role_config(run, role)
     get = (lambda k, d=None: config.get(k, d)) if isinstance(config, dict) else (lambda k, d=None: getattr(config, k, d))
     generate = get("config") or GenerateConfig()
+    generate = generate if isinstance(generate, GenerateConfig) else GenerateConfig(**generate)
+    if generate.max_connections is None and run.max_connections:
+        # In the run, a role that set no connections of its own had the eval's (--max-connections:
+        # judge_connections reads the active config); here no eval is active, and Inspect would
+        # give the provider's default (10 for openai-api/) to the check's judge instead.
+        generate = generate.merge(GenerateConfig(max_connections=run.max_connections))
     try:
-        model = get_model(model=get("model"), config=generate if isinstance(generate, GenerateConfig) else GenerateConfig(**generate),
-                          base_url=get("base_url"), memoize=False, **dict(get("args") or {}))
+        model = get_model(model=get("model"), config=generate, base_url=get("base_url"), memoize=False, **dict(get("args") or {}))
     except PrerequisiteError as exc:  # Inspect's text is Rich markup over several lines: one plain line instead
         raise ConfigurationError(unbound_judge(str(get("model")), role, exc.message)) from None
     settings = protocol.settings
@@ -476,12 +494,18 @@ def _inspect_asker(run: CheckRun, role: str, protocol: RunProtocol) -> JudgeAske
     calls = str(settings.get("judge_calls") or INSPECT_CALLS)
     check_judge(run, role, str(model))
     check_judges_now([model])  # a wrong URL, key or model name stops the check before any ask
-    limits = JudgeInputLimits()  # learned once for every round
+    # judge_documents_inspect's pieces, kept for the whole check: one set of connection slots and
+    # one breaker for every ask, each call a fresh request (no response cache)
+    judges = InspectJudges(decoding, cache=False, mode=protocol.mode, calls=calls)
+    limits = JudgeInputLimits()  # learned once for every ask
+    prompt_info = prompt_record(protocol.template, protocol.mode)
 
-    async def ask(docs: list[dict[str, Any]], answers: list[str]) -> list[GradedCase]:
-        return await judge_documents_inspect(model, answers, docs, protocol.mode, protocol.template, decoding, calls, limits)
+    async def grade(doc: dict[str, Any], answer: str) -> GradedCase:
+        rubrics = [(r["criterion_id"], r["criterion"]) for r in doc["rubrics"]]
+        return await grade_by(model, judges, limits, decoding, protocol.mode, MAX_ATTEMPTS, protocol.template, prompt_info,
+                              str(doc["case_id"]), doc["question"], answer, rubrics, slices=slices_of(doc))
 
-    return JudgeAsker(ask, str(model), model.api.aclose)
+    return JudgeAsker(grade, str(model), judge_connections(model), model.api.aclose)
 
 
 def unbound_judge(model: str, role: str, message: Any) -> str:
@@ -501,7 +525,7 @@ def unbound_judge(model: str, role: str, message: Any) -> str:
 
 def _client_asker(run: CheckRun, role: str, protocol: RunProtocol) -> JudgeAsker:
     from clinconsensus_tasks import settings_table
-    from clinconsensus_tasks.judge.client import JudgeSettings, judge_documents, panel_from_env, probe_judge
+    from clinconsensus_tasks.judge.client import JudgeSettings, panel_from_env, probe_judge
 
     env = settings_table.merged_env(settings_table.given_settings(dict(protocol.settings)))
     if role.startswith(JUROR_PREFIX):
@@ -516,13 +540,70 @@ def _client_asker(run: CheckRun, role: str, protocol: RunProtocol) -> JudgeAsker
     settings = replace(settings, use_cache=False, batch=False)
     check_judge(run, role, settings.model)
     probe_judge(settings)  # a wrong URL, key or model name stops the check before any ask
-    limits = JudgeInputLimits()  # learned once for every round
+    judge = _ClientJudge(settings, protocol)
+    return JudgeAsker(judge.grade, settings.model, settings.concurrency, judge.aclose)
 
-    async def ask(docs: list[dict[str, Any]], answers: list[str]) -> list[GradedCase]:
-        graded, _ = await judge_documents(answers, docs, settings, protocol.mode, template=protocol.template, limits=limits)
-        return graded
 
-    return JudgeAsker(ask, settings.model)
+class _ClientJudge:
+    """``judge.client.judge_documents``' pieces, opened once (inside the check's event loop, at its
+    first ask) and kept for the whole check: the server asked once, one client whose connection
+    slots every ask shares, one breaker, the input limits learned once. The requests are
+    ``judge_documents``' own: thinking off where the server takes it, the verdict's schema with
+    structured output, the mode's verdict length, fresh (no cache, no batch API)."""
+
+    def __init__(self, settings: Any, protocol: RunProtocol):
+        self.settings, self.protocol = settings, protocol
+        self.limits = JudgeInputLimits()
+        self.opened: Any = None  # an asyncio.Task opening the client: every ask waits for the same one
+
+    async def _open(self) -> tuple[Any, Any, Any, Any, dict[str, str]]:
+        import asyncio
+
+        from clinconsensus_tasks.judge.client import JudgeClient, resume_hint
+        from clinconsensus_tasks.judge.official_template import prompt_record
+        from clinconsensus_tasks.judge.protocol import request_fields, response_format
+        from clinconsensus_tasks.judge.server_info import ask_server, in_flight
+        from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker
+
+        settings, mode = self.settings, self.protocol.mode
+        server = await asyncio.to_thread(ask_server, settings.base_url, settings.api_key, settings.model, settings.server)
+        settings = replace(settings, concurrency=in_flight(settings.concurrency, server, settings.model))
+        settings = replace(settings, extra_body=request_fields(server, settings.extra_body))
+        if settings.structured_output:
+            settings = replace(settings, extra_body={**settings.extra_body, "response_format": response_format(server.kind, mode)})
+        return settings, server, JudgeClient(settings), CircuitBreaker(resume_hint=resume_hint(settings)), prompt_record(self.protocol.template, mode)
+
+    async def grade(self, doc: dict[str, Any], answer: str) -> GradedCase:
+        import asyncio
+
+        from clinconsensus_tasks.scorers.clinconsensus.cacs import slices_of
+        from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import MAX_ATTEMPTS
+        from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import judge_max_tokens
+        from clinconsensus_tasks.scorers.usage import total
+
+        if self.opened is None:
+            self.opened = asyncio.ensure_future(self._open())
+        settings, server, client, breaker, prompt_info = await asyncio.shield(self.opened)
+        mode, template = self.protocol.mode, self.protocol.template
+        rubrics = [(r["criterion_id"], r["criterion"]) for r in doc["rubrics"]]
+        max_tokens = judge_max_tokens(mode, len(rubrics), settings.max_tokens)
+        spent: list[TokenUsage] = []
+
+        async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
+            return await client.complete(messages, fresh, max_tokens=max_tokens, usage=spent, breaker=breaker)
+
+        record = await self.limits.grade(settings.model, server, max_tokens, str(doc["case_id"]), doc["question"], answer, rubrics,
+                                         complete, mode, MAX_ATTEMPTS, template, slices=slices_of(doc), judge_prompt=prompt_info)
+        return record.with_usage(total(spent).to_dict())  # tokens of the calls sent
+
+    async def aclose(self) -> None:
+        if self.opened is None:
+            return
+        if not self.opened.done():
+            self.opened.cancel()
+            return
+        if not self.opened.cancelled() and self.opened.exception() is None:
+            await self.opened.result()[2].aclose()
 
 
 def check_judge(run: CheckRun, role: str, reached: str) -> None:
@@ -536,7 +617,7 @@ def check_judge(run: CheckRun, role: str, reached: str) -> None:
 
 
 def documents(group: Sequence[Unit]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The judge's documents of a round (each case with only the criteria asked) and its answers."""
+    """The judge's documents of some asks (each case with only the criteria asked) and their answers."""
     docs = []
     for unit, doc in zip(group, case_documents([u.record for u in group])):
         keep = set(unit.criteria)

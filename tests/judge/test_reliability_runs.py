@@ -15,6 +15,7 @@ import json
 import pytest
 
 from clinconsensus_tasks.cli import main
+from clinconsensus_tasks.commands.reliability import WINDOW_CALLS
 from clinconsensus_tasks.clinconsensus.dataset import load_cases
 from clinconsensus_tasks.scorers.clinconsensus.answer_forms import TRANSFORMS, transform
 from clinconsensus_tasks.stand_in import candidate_answer, oracle_verdict
@@ -290,7 +291,7 @@ def test_a_judge_that_stops_answering_keeps_every_answer_and_the_check_resumes(f
     from inspect_ai.model import GenerateConfig, get_model
 
     from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
-    from clinconsensus_tasks.stand_in.judges import judge_reply
+    from clinconsensus_tasks.stand_in.judges import CRITERION_MARK, judge_reply
 
     if framework == "inspect":  # the judge role bound with no retries, as the check binds it again from the header
         judge = get_model("openai-api/judge/judge-model", config=GenerateConfig(max_retries=0, timeout=20), memoize=False)
@@ -299,11 +300,15 @@ def test_a_judge_that_stops_answering_keeps_every_answer_and_the_check_resumes(f
     else:
         run = lmeval_samples(fake_server.base_url, tmp_path / "lm", "judge-model")
         monkeypatch.setenv("CLINCONSENSUS_JUDGE_MAX_RETRIES", "0")  # the judge's connections drop: failed at once, no back-off
-    calls = count()
+    calls, answered = count(), []
+    given = 100  # answers the judge gives before it dies: fewer than the first asks of the 12 cases (360 calls)
 
-    def answers_then_dies(request):  # the judge as it answers, for its first 8 cases x 30 criteria; then no reply at all
-        if next(calls) >= 8 * 30:
+    def answers_then_dies(request):  # the judge as it answers, for its first 100 calls; then no reply at all
+        if next(calls) >= given:
             return None
+        case = next(c for c in CASES if c.question in request.user)
+        asked = request.user.split(CRITERION_MARK, 1)[1]
+        answered.append((case.case_id, max((cid for cid, text in case.rubrics if text in asked), key=lambda cid: len(dict(case.rubrics)[cid]))))
         reply = judge_reply(request.model, request.system, request.user, 1, None)
         return reply.status, reply.content
 
@@ -312,13 +317,78 @@ def test_a_judge_that_stops_answering_keeps_every_answer_and_the_check_resumes(f
     capsys.readouterr()
     assert main(["reliability", str(run), "--output", str(out), "--cases", "12", "--transforms", "none"]) == 1
     err = capsys.readouterr().err
-    assert "the judge did not answer (" in err and f"8 asks made and kept in {out}" in err
-    kept = [line for path in (out / "asks").glob("*.jsonl") for line in path.read_text(encoding="utf-8").splitlines()]
-    assert len(kept) == 8 and all(None not in json.loads(line)["verdicts"].values() for line in kept)
+    kept = [json.loads(line) for path in (out / "asks").glob("*.jsonl") for line in path.read_text(encoding="utf-8").splitlines()]
+    assert "the judge did not answer (" in err and f"{len(kept)} asks made and kept in {out}" in err
+    # Every ask the judge answered whole is kept, whole, and nothing else: the answers lost are those
+    # of the asks in flight when it died (each answered in part), no more of them than the window holds.
+    answers_of: dict[str, set] = {}
+    for case_id, criterion in answered:
+        answers_of.setdefault(case_id, set()).add(criterion)
+    whole = {case for case, got in answers_of.items() if len(got) == 30}
+    assert len(answered) == given and {k["unit"].split("|")[1].split("@")[0] for k in kept} == whole and len(kept) == len(whole) >= 1
+    assert all(k["unit"].endswith("|as_is|0") and None not in k["verdicts"].values() and len(k["verdicts"]) == 30 for k in kept)
+    in_flight = set(answers_of) - whole
+    assert len(in_flight) <= WINDOW_CALLS // 30 and given - 30 * len(whole) == sum(len(answers_of[c]) for c in in_flight)
     fake_server.script("judge-model", None)
+    before = fake_server.stats()["calls"]["judge-model"]
     figures, err = check(capsys, run, out, "--transforms", "none")
-    assert figures["complete"] and "8 already in" in err and figures["asks"] == {"planned": 24, "answered": 24}
+    assert figures["complete"] and f"{len(kept)} already in" in err and figures["asks"] == {"planned": 24, "answered": 24}
+    assert fake_server.stats()["calls"]["judge-model"] - before == 1 + (24 - len(kept)) * 30  # the judge check, then only what was missing
     assert headline_judge(figures)["repeatability"]["failed_asks"] == 0
+
+
+@pytest.mark.parametrize("framework", ["inspect", "lm-eval"])
+def test_a_check_keeps_the_judges_connections_busy_and_a_slow_call_holds_up_only_its_own_ask(framework, fake_server, tmp_path, capsys,
+                                                                                              monkeypatch):
+    # Issue 62: the check's judge gets the run's connections (an Inspect role that set none had the
+    # eval's --max-connections, not the provider's 10), and the asks go as a stream: a new ask starts
+    # as soon as the calls in flight leave room, so one slow call holds up its own ask, not a round
+    # of 240 calls. The first judge request of the check is held until 300 others have been answered
+    # (more than a round of 240, which could not finish without it); every connection stays in use.
+    import threading
+    import time
+
+    from inspect_ai import eval as inspect_eval
+
+    from clinconsensus_tasks.clinconsensus.inspect_task import clinconsensus
+    from clinconsensus_tasks.stand_in.judges import judge_reply
+
+    connections, latency = 16, 0.05
+    if framework == "inspect":
+        run = inspect_eval(clinconsensus(data="sample"), model="openai-api/cand/cand-model", model_roles={"grader": "openai-api/judge/judge-model"},
+                           log_dir=str(tmp_path / "logs"), display="none", max_connections=connections)[0].location
+    else:
+        monkeypatch.setenv("CLINCONSENSUS_JUDGE_CONCURRENCY", str(connections))
+        run = lmeval_samples(fake_server.base_url, tmp_path / "lm", "judge-model")
+    lock, others_answered = threading.Lock(), threading.Event()
+    seen = {"received": 0, "in_flight": 0, "most": 0, "answered": 0, "held_until_300": None}
+
+    def judge(request):
+        with lock:
+            seen["received"] += 1
+            first = seen["received"] == 1
+            seen["in_flight"] += 1
+            seen["most"] = max(seen["most"], seen["in_flight"])
+        try:
+            if first:
+                seen["held_until_300"] = others_answered.wait(60)
+            else:
+                time.sleep(latency)
+            reply = judge_reply(request.model, request.system, request.user, request.attempt, None)
+            return reply.status, reply.content
+        finally:
+            with lock:
+                seen["in_flight"] -= 1
+                seen["answered"] += 1
+                if seen["answered"] >= 300:
+                    others_answered.set()
+
+    fake_server.script("judge-model", judge)
+    figures, _ = check(capsys, run, tmp_path / "check", "--transforms", "none")
+    assert figures["complete"] and figures["asks"] == {"planned": 24, "answered": 24}
+    assert seen["held_until_300"] is True  # 300 answers came while one call was held: no round waited for it
+    assert seen["most"] == connections  # the run's connections, every one of them in use, never more
+    assert seen["received"] == 24 * 30
 
 
 def test_a_check_is_not_read_for_a_run_rejudged_since_or_another_run(fake_server, tmp_path, capsys):
