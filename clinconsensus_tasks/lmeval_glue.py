@@ -84,7 +84,10 @@ def give_case_mean_its_stderr() -> None:
             except ImportError:  # lm-eval is not installed: nothing to give a standard error to
                 return
         current = getattr(module, "stderr_for_metric", None)
-        if current is not None and not getattr(current, "case_mean", False):
+        if current is None:
+            raise RuntimeError(f"lmeval_glue.give_case_mean_its_stderr: {name} has no stderr_for_metric (read in lm-eval 0.4.13); "
+                               "this patch must be rewritten for the installed lm-eval, or case_mean's metrics lose their stderr")
+        if not getattr(current, "case_mean", False):
             module.stderr_for_metric = _with_case_mean_stderr(current)
 
 

@@ -9,27 +9,30 @@ lm-eval 0.4.13 has no hook between the two. Its evaluator's order of calls is:
 ``simple_evaluate`` builds the model, then ``TaskManager.load`` builds every task (dataset
 download, ``custom_dataset``), then ``evaluate()`` calls each task's ``build_all_requests`` and,
 right after the last one, sends the requests to the model. ``build_all_requests`` is also called
-by ``tests/test_tasks.py`` (directly, not through ``evaluate``). So the nearest place that tells a
-run from a build is ``build_all_requests`` *called by* ``lm_eval.evaluator.evaluate``: there
-:meth:`RunCheckedTask.before_run` checks what the run needs, after every task is built and before
-the first model request.
+by ``tests/test_tasks.py``, with the request settings only (``limit``, ``rank``, ``world_size``).
+What tells the run is the call itself: ``evaluate()`` hands ``build_all_requests`` the run's whole
+prompt set-up (:data:`RUN_ARGUMENTS`: the system instruction, the chat template choice, the
+request cache settings), a build of requests alone does not. There :meth:`RunCheckedTask.before_run`
+checks what the run needs, after every task is built and before the first model request.
+``tests/framework_checks`` runs lm-eval's own task test against the tasks (no check made), and the
+fault tests run real evaluations with a wrong judge (the check made, nothing generated): an lm-eval
+that stopped passing these arguments fails those tests.
 """
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from lm_eval.api.task import ConfigurableTask
 
-EVALUATOR_MODULE, EVALUATOR_FUNCTION = "lm_eval.evaluator", "evaluate"
+# The keyword arguments lm-eval's ``evaluate()`` passes ``build_all_requests`` (0.4.13), beyond those
+# of a build of requests alone: a run's prompt set-up.
+RUN_ARGUMENTS = frozenset({"system_instruction", "apply_chat_template", "fewshot_as_multiturn", "cache_requests"})
 
 
-def called_by_evaluate(depth: int = 2) -> bool:
-    """Whether the function ``depth`` frames up the stack (from this function's caller's caller) is
-    lm-eval's ``evaluate``: the run, as opposed to a test or a tool building requests."""
-    frame = sys._getframe(depth)
-    return frame.f_globals.get("__name__") == EVALUATOR_MODULE and frame.f_code.co_name == EVALUATOR_FUNCTION
+def is_run(arguments: dict[str, Any]) -> bool:
+    """Whether ``build_all_requests`` was called as lm-eval's evaluator calls it for a run."""
+    return RUN_ARGUMENTS <= arguments.keys()
 
 
 class RunCheckedTask(ConfigurableTask):
@@ -43,10 +46,10 @@ class RunCheckedTask(ConfigurableTask):
         # which lm-eval's own TaskConfig does not take.
         super().__init__(config={k: v for k, v in (config or {}).items() if k != "class"}, **kwargs)
 
-    def build_all_requests(self, *args: Any, **kwargs: Any) -> Any:
-        if called_by_evaluate():
+    def build_all_requests(self, **kwargs: Any) -> Any:
+        if is_run(kwargs):
             self.before_run()
-        return super().build_all_requests(*args, **kwargs)
+        return super().build_all_requests(**kwargs)
 
     def before_run(self) -> None:
         """Check what a run of this task needs (raise a ``ConfigurationError`` saying what is missing)."""

@@ -23,28 +23,13 @@ from clinconsensus_tasks.climedbench.dataset import SAMPLE_NOTE, chosen_data_dir
 from clinconsensus_tasks.climedbench.logs import score_fields
 from clinconsensus_tasks.errors import ClinConsensusError
 from clinconsensus_tasks.generation import CLIMEDBENCH
-from clinconsensus_tasks.inspect_compat import PrerequisiteError
+from clinconsensus_tasks.inspect_compat import shown_alone
 from clinconsensus_tasks.scorers.climedbench.item_result import item_key, score_item
 from clinconsensus_tasks.scorers.climedbench.length_deciles import decile_scores
 from clinconsensus_tasks.scorers.climedbench.metric_table import TASK_VERSION
 from clinconsensus_tasks.scorers.climedbench.perturbation import DEFAULT_RATE
 from clinconsensus_tasks.scorers.climedbench.scenarios import SCENARIOS, SIMILARITY, scenario_codes, summarize
 from clinconsensus_tasks.scorers.climedbench.variants import CLEAN, AskedItem, VariantSettings, applies, ask_scenario, final_answer
-
-
-def shown_alone(error: ClinConsensusError) -> ClinConsensusError:
-    """``error`` (same type, same ``str``) made also Inspect's ``PrerequisiteError``, which ``inspect
-    eval`` prints alone (its ``message``, starting "CliMedBench") rather than after a traceback.
-    ClinConsensus's task does the same (``clinconsensus.inspect_task.shown_alone``); the two
-    benchmarks import nothing of each other."""
-    kind = type(error)
-    both = type(kind.__name__, (kind, PrerequisiteError), {"__module__": kind.__module__})
-    alone = both.__new__(both)
-    alone.__dict__.update(vars(error))
-    alone.args = error.args
-    text = str(error)
-    alone.message = text if text.startswith("CliMedBench") else f"CliMedBench: {text}"
-    return alone
 
 
 def item_to_sample(code: str, asked: AskedItem) -> Sample:
@@ -107,7 +92,7 @@ def climedbench_task(codes: Sequence[str], data_dir: str | None, similarity_mode
     try:
         return _climedbench_task(codes, chosen_data_dir(data_dir), similarity_model, name, settings)
     except ClinConsensusError as exc:
-        raise shown_alone(exc) from exc
+        raise shown_alone(exc, "CliMedBench") from exc
 
 
 def _climedbench_task(codes: Sequence[str], data_dir: str, similarity_model: str | None, name: str,

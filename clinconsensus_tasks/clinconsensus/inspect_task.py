@@ -31,7 +31,7 @@ from clinconsensus_tasks.clinconsensus import settings
 from clinconsensus_tasks.clinconsensus.dataset import Case, load_cases
 from clinconsensus_tasks.scorers.clinconsensus.records import INSPECT_SCORER
 from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
-from clinconsensus_tasks.inspect_compat import PrerequisiteError, register_logged_scorer_name
+from clinconsensus_tasks.inspect_compat import register_logged_scorer_name, shown_alone
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
 from clinconsensus_tasks.judge.inspect_server import judge_extra_body, judges_provenance, server_of
@@ -87,19 +87,6 @@ def headline_first(metrics: dict[str, float], thresholds: Sequence[int] = (7, 10
     the first metric as the task's score."""
     first = [k for name in metric_table.mean_names(thresholds) for k in (name, f"{name}_stderr") if k in metrics]
     return {**{k: metrics[k] for k in first}, **{k: v for k, v in metrics.items() if k not in first}}
-
-
-def shown_alone(error: ClinConsensusError) -> ClinConsensusError:
-    """``error`` (same type, same message) made also Inspect's ``PrerequisiteError``, which
-    ``inspect eval`` prints alone rather than at the end of a long traceback."""
-    kind = type(error)
-    both = type(kind.__name__, (kind, PrerequisiteError), {"__module__": kind.__module__})
-    alone = both.__new__(both)
-    alone.__dict__.update(vars(error))
-    alone.args = error.args
-    text = str(error)
-    alone.message = text if text.startswith("ClinConsensus") else f"ClinConsensus: {text}"
-    return alone
 
 
 @metric(name="clinconsensus")
@@ -216,7 +203,7 @@ async def _probe(judges: list[Model]) -> None:
             extra_body = judge_extra_body(judge, await server_of(judge)) or None
             await judge.generate(to_chat(PROBE_MESSAGES), config=probe_call_config(extra_body), cache=False)
         except Exception as exc:
-            raise shown_alone(check_failed(str(judge), str(judge.api.base_url), classify(exc)[1], CHECK_HINT)) from None
+            raise shown_alone(check_failed(str(judge), str(judge.api.base_url), classify(exc)[1], CHECK_HINT), "ClinConsensus") from None
 
 
 def _answer_with_reasoning(output: ModelOutput | None, keep_thinking: bool) -> tuple[str, bool]:
@@ -398,7 +385,7 @@ def clinconsensus(
         if judge_calls_setting(judge_calls) == DIRECT_CALLS:
             check_direct_judges(bound_judges())
     except ClinConsensusError as exc:
-        raise shown_alone(exc) from exc
+        raise shown_alone(exc, "ClinConsensus") from exc
     return Task(
         dataset=MemoryDataset([case_to_sample(c) for c in loaded.cases], name="clinconsensus", location=loaded.source),
         solver=generate_with_judge_check(GRADER_ROLE, allow_self_grading, judge_check, checked, answer_cache),

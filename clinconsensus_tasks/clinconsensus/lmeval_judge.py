@@ -6,9 +6,10 @@ environment variables stay as the fallback (and the only place for the API key, 
 reach a results file).
 
 * the settings the run uses: ``--metadata`` keys over the environment (``settings_table``: every
-  setting with a ``--metadata`` key). ``load_dataset`` receives the metadata and copies the given keys into every
-  document (``judge_settings``), which is how the judge filter, which lm-eval calls with the
-  documents only, sees the same settings.
+  setting with a ``--metadata`` key), read from the task's own config: ``load_dataset`` receives
+  the metadata as keyword arguments, and the judge filter, which lm-eval calls with the answers and
+  documents only, reads them through :func:`task_env`, which :meth:`ClinConsensusTask.apply_filters`
+  sets from the config around its filters (nothing is copied into the documents).
 * :class:`ClinConsensusTask`: the task class of the YAMLs. Building it needs no judge: lm-eval
   builds tasks to list, validate and test them (``lmeval_run_check``). When lm-eval runs it, before
   the first model request, it checks the judge(s) (:meth:`ClinConsensusTask.before_run`: settings,
@@ -20,10 +21,10 @@ reach a results file).
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -38,17 +39,16 @@ from clinconsensus_tasks.scorers.clinconsensus import metric_table
 
 LOCAL_GRADER = settings_table.LOCAL_GRADER
 METADATA_KEYS = settings_table.metadata_keys()  # --metadata key -> the environment variable it stands for
-DOC_FIELD = "judge_settings"
+# The settings of the task whose filter is running: its config's ``--metadata`` (set by
+# :meth:`ClinConsensusTask.apply_filters` around its filters, which lm-eval calls with the answers and
+# documents only).
+_TASK_SETTINGS: ContextVar[Mapping[str, str] | None] = ContextVar("clinconsensus_task_settings", default=None)
 
 
-def doc_field(given: Mapping[str, str]) -> str:
-    """The documents' copy of ``settings_table.given_settings`` (JSON text: an Arrow column holds it)."""
-    return json.dumps(dict(given), sort_keys=True)
-
-
-def docs_env(docs: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """The environment with what ``load_dataset`` copied from ``--metadata`` into the documents over it."""
-    return settings_table.merged_env(json.loads(docs[0].get(DOC_FIELD) or "{}") if docs else {})
+def task_env() -> dict[str, str]:
+    """The settings the judge filter runs under: the task's ``--metadata`` over the environment (the
+    environment alone for a filter called outside a ClinConsensus task)."""
+    return settings_table.merged_env(_TASK_SETTINGS.get() or {})
 
 
 def judge_mode(env: Mapping[str, str]) -> str:
@@ -142,7 +142,9 @@ class ClinConsensusTask(RunCheckedTask):
         reads them (:func:`keep_answers_of_run`): a judge that fails, a Ctrl-C, any error while
         judging leaves them there, and the error says how to finish the run with no model call.
         Once judged, the kept copy is deleted (the samples file holds the answers)."""
-        kept = keep_answers_of_run(self._instances or [], dict(self.config.metadata or {}), str(self.config.task))
+        metadata = dict(self.config.metadata or {})
+        kept = keep_answers_of_run(self._instances or [], metadata, str(self.config.task))
+        settings = _TASK_SETTINGS.set(settings_table.given_settings(metadata))  # what the judge filter reads (task_env)
         try:
             out = super().apply_filters()
         except (ClinConsensusError, JudgeFailureError) as exc:  # the failure policy, a setting: its message ends with the way out
@@ -151,6 +153,8 @@ class ClinConsensusTask(RunCheckedTask):
         except BaseException:
             print(f"[clinconsensus] {kept.hint()}", file=sys.stderr)
             raise
+        finally:
+            _TASK_SETTINGS.reset(settings)
         kept.discard()
         return out
 

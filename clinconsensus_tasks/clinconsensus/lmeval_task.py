@@ -37,7 +37,7 @@ from clinconsensus_tasks.judge.client import JudgeSettings, enforce_failure_poli
 from clinconsensus_tasks.judge.official_template import prompt_record
 from clinconsensus_tasks.scorers.clinconsensus.answers import VisibleAnswer, visible_answer
 from clinconsensus_tasks.clinconsensus.logs import JUDGED_ANSWER
-from clinconsensus_tasks.clinconsensus.lmeval_judge import DOC_FIELD, LOCAL_GRADER, ClinConsensusTask, doc_field, docs_env, judge_mode, judge_prompt_of  # noqa: F401 (the YAMLs' class)
+from clinconsensus_tasks.clinconsensus.lmeval_judge import LOCAL_GRADER, ClinConsensusTask, judge_mode, judge_prompt_of, task_env  # noqa: F401 (the YAMLs' class)
 from clinconsensus_tasks.judge.provenance import data_provenance, judge_provenance, jurors_provenance
 from clinconsensus_tasks.lmeval_glue import across_ranks, case_mean, first_responses, give_case_mean_its_stderr, quiet_custom_dataset_hint  # noqa: F401 (case_mean: the YAMLs' aggregation)
 from clinconsensus_tasks.scorers.agreement import Confusion
@@ -80,7 +80,7 @@ def load_dataset(thresholds: Any = None, **kwargs: Any) -> dict[str, Any]:
     loaded = load_cases(settings_table.raw("data", env) or "hub", n, settings_table.raw("revision", env))
     print(f"[clinconsensus] {len(loaded.cases)} cases from {loaded.source}", file=sys.stderr)
     provenance = data_provenance(loaded)
-    rows = [{**case.to_record(), "extra_thresholds": extra, "n_criteria": n, "data_provenance": provenance, DOC_FIELD: doc_field(given)}
+    rows = [{**case.to_record(), "extra_thresholds": extra, "n_criteria": n, "data_provenance": provenance}
             for case in loaded.cases]
     return {"test": datasets.Dataset.from_list(rows)}
 
@@ -129,7 +129,7 @@ def judge_filter(resps: Sequence[Sequence[str]], docs: Sequence[dict]) -> list[s
 
 
 def _judge_all(resps: Sequence[Sequence[str]], docs: Sequence[dict], dual: bool) -> list[str]:
-    env = docs_env(docs)
+    env = task_env()
     panel = panel_from_env(env=env)
     local = JudgeSettings.from_env(LOCAL_GRADER, env) if dual else None
     judges = panel + ([local] if local is not None else [])

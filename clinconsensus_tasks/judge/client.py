@@ -259,11 +259,11 @@ class JudgeClient:
                     response = await self._sdk().post("/chat/completions", body=body, cast_to=self._reply_type, options=self._options)
                 except Exception as exc:
                     kind, reason = classify(exc)
+                    if breaker is not None and kind == ERROR_TRANSPORT and status_code_of(exc) != 429:
+                        breaker.failure(kind, reason)  # every attempt sent, the last too: the one place the breaker counts
                     if kind != ERROR_TRANSPORT or attempt == self.settings.max_retries:
                         self.stats.errors += 1
                         raise
-                    if breaker is not None and status_code_of(exc) != 429:
-                        breaker.failure(kind, reason)
                     await asyncio.sleep(retry_delay(attempt))
                     continue
                 if breaker is not None:
@@ -331,7 +331,7 @@ async def judge_documents(
                 return await client.complete(messages, fresh, max_tokens=max_tokens, usage=spent, breaker=breaker)
 
             record = await limits.grade(settings.model, server, max_tokens, str(doc["case_id"]), doc["question"], answer, rubrics, complete,
-                                        mode, max_attempts, template, slices=slices_of(doc), judge_prompt=prompt_info, breaker=breaker,
+                                        mode, max_attempts, template, slices=slices_of(doc), judge_prompt=prompt_info,
                                         verdict_reading=verdict_reading)
             progress.update(1)
             return record.with_usage(total(spent).to_dict())  # tokens of the calls sent (cache hits: none)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import os
 import sys
 from typing import Any, Callable
 
@@ -36,10 +35,11 @@ from inspect_ai.model import (
     ModelOutput,
 )
 from inspect_ai.scorer import SampleScore
+from inspect_ai.util import display_type
 
 from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
-from clinconsensus_tasks.inspect_compat import active_generate_config
+from clinconsensus_tasks.inspect_compat import PATCHED, active_generate_config, openai_providers, sdk_retries_off, use_http_client, wrap_generate
 from clinconsensus_tasks.judge.inspect_server import judge_extra_body, served_model_name, server_now
 from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, async_http_client, check_failed, response_format
 from clinconsensus_tasks.judge.server_info import LLAMA_CPP, ServerInfo, in_flight
@@ -137,42 +137,19 @@ def single_client_attempt(model: Model, breaker: CircuitBreaker | None = None) -
     (:func:`_guarded`): a dead judge opens it after ``judge_failures.BREAKER_LIMIT`` failed attempts in a row,
     within seconds rather than after each call's minutes of back-off, and the breaker is asked
     only when a request is really sent, after Inspect's response cache had its say."""
-    api = getattr(model, "api", None)
-    if api is not None:
-        judge_transport(api)
-        hold_secret(getattr(api, "api_key", None))
-        hold_url_secrets(getattr(api, "base_url", None))
-        if breaker is not None:
-            setattr(api, BREAKER_ATTRIBUTE, breaker)
-        if not getattr(api.generate, "guarded", False):
-            api.generate = _guarded(api, api.generate)
-    client = getattr(api, "client", None)
-    if client is not None and getattr(client, "max_retries", 0):
-        client.max_retries = 0
-    model_args = getattr(api, "model_args", None)
-    if isinstance(model_args, dict) and client is not None:
-        model_args.setdefault("max_retries", 0)  # kept when Inspect re-creates the client
-
-
-TRANSPORT_ATTRIBUTE = "_clinconsensus_transport"
-
-
-def judge_transport(api: Any) -> None:
-    """Send a judge's requests through the HTTP transport the project's own judge client uses
-    (``protocol.async_http_client``: the OpenAI SDK's aiohttp transport unless told or a proxy is
-    set), for the OpenAI-compatible providers, whose ``http_client`` Inspect takes as a model
-    argument: the provider's client is re-created around it by its own ``initialize()`` (what
-    Inspect calls to re-initialise a client). Everything above the HTTP layer is Inspect's as
-    before: retries, the response cache, the batch API, the transcript of each call. Other
-    providers, and a judge already switched, are left as they are."""
-    if getattr(api, TRANSPORT_ATTRIBUTE, False) or not hasattr(api, "http_client") or not callable(getattr(api, "initialize", None)):
-        return
-    setattr(api, TRANSPORT_ATTRIBUTE, True)
-    transport = async_http_client()
-    if transport is None:
-        return
-    api.http_client = transport
-    api.initialize()
+    api = model.api
+    # The HTTP transport the project's own judge client uses (``protocol.async_http_client``: the
+    # OpenAI SDK's aiohttp transport unless told or a proxy is set), for the OpenAI-compatible
+    # providers; everything above the HTTP layer stays Inspect's: retries, the response cache, the
+    # batch API, the transcript of each call (inspect_compat.use_http_client).
+    if isinstance(api, openai_providers()) and not getattr(api, PATCHED, False):
+        use_http_client(model, async_http_client())
+    hold_secret(getattr(api, "api_key", None))
+    hold_url_secrets(getattr(api, "base_url", None))
+    if breaker is not None:
+        setattr(api, BREAKER_ATTRIBUTE, breaker)
+    wrap_generate(model, lambda generate: _guarded(api, generate))
+    sdk_retries_off(model)
 
 
 def _guarded(api: Any, call: Callable[..., Any]) -> Callable[..., Any]:
@@ -196,7 +173,6 @@ def _guarded(api: Any, call: Callable[..., Any]) -> Callable[..., Any]:
             breaker.success()
         return redacted_reply(output)
 
-    guarded.guarded = True  # type: ignore[attr-defined]
     return guarded
 
 
@@ -263,11 +239,14 @@ _SAID: list[str] = []
 
 
 def _say_last(message: str) -> None:
-    """Print ``message`` once more when the process ends, after Inspect's own summary: Inspect
-    closes a failed task's panel with "Resume task with: inspect eval-retry", the command that pays
-    for every answer again, and the last words a user reads must say how to finish the run instead."""
-    if os.path.basename(sys.argv[0] if sys.argv else "") != "inspect":
-        return  # a Python caller of inspect_ai.eval() reads the log's error; no screen to end
+    """Print ``message`` once more when the process ends, after Inspect's own summary, where a
+    screen shows the run (Inspect's public ``display_type()``: anything but ``none``): Inspect closes
+    a failed task's panel with "Resume task with: inspect eval-retry", the command that keeps every
+    failed verdict as it is, and the last words a user reads must say how to finish the run instead.
+    A run with no display (a program calling ``eval(display="none")``) reads the log's error.
+    Not an Inspect hook: a registered hook makes Inspect print a banner on stdout at every start."""
+    if display_type() == "none":
+        return
     if not _SAID:
         atexit.register(lambda: [print(f"\nClinConsensus: {said}", file=sys.stderr) for said in _SAID[-1:]])
     _SAID.append(message)
@@ -505,8 +484,7 @@ async def grade_by(model: Model, judges: "InspectJudges", limits: Any, decoding:
     spent: list[TokenUsage] = []
     server = await server_of(model)
     graded = await limits.grade(str(model), server, decoding["max_tokens"], case_id, question, answer, rubrics,
-                                judges.completer(model, spent, server), mode, max_attempts, template, judge_prompt=prompt_info,
-                                breaker=judges.breaker_of(model), **record)
+                                judges.completer(model, spent, server), mode, max_attempts, template, judge_prompt=prompt_info, **record)
     return graded.with_usage(total(spent).to_dict())
 
 

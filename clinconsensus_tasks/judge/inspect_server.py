@@ -17,6 +17,7 @@ from typing import Any
 
 from inspect_ai.model import Model
 
+from clinconsensus_tasks.inspect_compat import hf_thinking_off, provider_name
 from clinconsensus_tasks.judge.protocol import request_fields
 from clinconsensus_tasks.judge.provenance import judge_provenance, jurors_provenance
 from clinconsensus_tasks.judge.server_info import (
@@ -28,7 +29,7 @@ from clinconsensus_tasks.judge.server_info import (
     ask_server,
 )
 
-_PROVIDER_KINDS = {"VLLMAPI": VLLM, "SGLangAPI": SGLANG}
+_PROVIDER_KINDS = {"vllm": VLLM, "sglang": SGLANG}  # by the provider the model was named with
 
 
 def served_model_name(model: Model) -> str:
@@ -48,11 +49,10 @@ def server_now(model: Model) -> ServerInfo:
     """:func:`server_of` for a caller outside the event loop (the judge check made while the task is
     built): the server is asked here, blocking, once per URL and model (``ask_server``)."""
     api = model.api
-    if type(api).__name__ == "HuggingFaceAPI":
-        if getattr(api, "enable_thinking", None) is None:
-            api.enable_thinking = False
+    if provider_name(model) == "hf":
+        hf_thinking_off(model)
         return ServerInfo(OPENAI)
-    declared = _PROVIDER_KINDS.get(type(api).__name__, AUTO)
+    declared = _PROVIDER_KINDS.get(provider_name(model), AUTO)
     if not api.base_url:
         return ServerInfo(OPENAI if declared == AUTO else declared)
     return ask_server(api.base_url, str(api.api_key or ""), served_model_name(model), declared)

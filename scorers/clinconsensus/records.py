@@ -18,7 +18,7 @@ from clinconsensus_tasks.scorers.clinconsensus.metric_table import DEFAULT_N_CRI
 from clinconsensus_tasks.scorers.clinconsensus.judge_comparison import PairedCase, pair_verdicts
 from clinconsensus_tasks.scorers.clinconsensus.answer_guard import suspect_reasons
 from clinconsensus_tasks.scorers.redact import held_secrets, redact
-from clinconsensus_tasks.scorers.clinconsensus.judge_failures import CircuitBreaker, FailureTally, reason_counts
+from clinconsensus_tasks.scorers.clinconsensus.judge_failures import FailureTally, reason_counts
 from clinconsensus_tasks.scorers.clinconsensus.judge_template import JudgeTemplate
 from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import prompt_fixed_text
 from clinconsensus_tasks.scorers.clinconsensus.rubric_grading import CriterionJudgment, count_failures, count_met, failures_of, grade_answer
@@ -274,7 +274,6 @@ async def grade_case(
     epoch: int = 1,
     template: JudgeTemplate | None = None,
     judge_prompt: Mapping[str, str] | None = None,
-    breaker: CircuitBreaker | None = None,
     verdict_reading: str = STRICT,
 ) -> GradedCase:
     """Grade one answer with one judge (:func:`rubric_grading.grade_answer`) into its record,
@@ -282,7 +281,7 @@ async def grade_case(
     per-criterion judge template (``None``: the project's prompt) and ``judge_prompt`` what the
     record says about it (name, sha256, source); ``verdict_reading`` how replies are read (the
     record keeps it, so the release gate sees a run read the official runner's way)."""
-    judgments = await grade_answer(question, answer, rubrics, complete, mode, max_attempts, template, breaker, verdict_reading)
+    judgments = await grade_answer(question, answer, rubrics, complete, mode, max_attempts, template, verdict_reading)
     return GradedCase.of_judge(case_id, judge, mode, judgments, answer_empty=not (answer or "").strip(), slices=dict(slices or {}), epoch=epoch,
                                judge_prompt=dict(judge_prompt or {}), suspect=tuple(suspect_reasons(answer, prompt_fixed_text(mode, template))),
                                verdict_reading=verdict_reading)

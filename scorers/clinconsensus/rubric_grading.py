@@ -35,9 +35,7 @@ from clinconsensus_tasks.scorers.clinconsensus.rubric_prompt import (
 from clinconsensus_tasks.scorers.clinconsensus.judge_failures import (
     ERROR_JUDGE_UNAVAILABLE,
     ERROR_REQUEST,
-    ERROR_TRANSPORT,
     ERROR_UNPARSEABLE,
-    CircuitBreaker,
     JudgeUnavailableError,
     classify,
 )
@@ -124,29 +122,24 @@ class _CallFailed(Exception):
         self.kind, self.reason = kind, reason
 
 
-async def _ask(complete: Complete, messages: Messages, fresh: bool, breaker: CircuitBreaker | None) -> str:
+async def _ask(complete: Complete, messages: Messages, fresh: bool) -> str:
     """One judge call; a failed call raises :class:`_CallFailed` with its kind (``judge_unavailable``
-    when the breaker is open: nothing was sent). The transport asks the breaker when it really
-    sends a request (lm-eval: ``before_send``; Inspect: each HTTP attempt), after its cache: a
-    verdict already obtained is served even while the judge is down."""
+    when the run's circuit breaker is open: nothing was sent). The breaker is the transport's alone
+    (the project's client, each of its HTTP attempts; Inspect's provider, each attempt through
+    ``inspect_compat.wrap_generate``): it is told of each request really sent, after the cache, so a
+    verdict already obtained is served even while the judge is down, and no attempt is counted twice."""
     try:
-        text = await complete(messages, fresh)
-    except JudgeUnavailableError as exc:  # the breaker, here or in the client just before sending
+        return await complete(messages, fresh)
+    except JudgeUnavailableError as exc:  # the breaker, in the transport just before sending
         raise _CallFailed(ERROR_JUDGE_UNAVAILABLE, str(exc)) from exc
     except Exception as exc:  # the client already retried transient errors
         kind, reason = classify(exc)
-        if breaker is not None and kind == ERROR_TRANSPORT:  # a refused request says nothing of the judge's health
-            breaker.failure(kind, reason)
         raise _CallFailed(kind, reason) from exc
-    if breaker is not None:
-        breaker.success()
-    return text
 
 
 async def _judge_one(
     question: str, answer: str, criterion_id: str, criterion: str, complete: Complete, max_attempts: int,
     template: JudgeTemplate | None = None,
-    breaker: CircuitBreaker | None = None,
     verdict_reading: str = STRICT,
 ) -> CriterionJudgment:
     first = template.messages(question, answer, criterion) if template else per_criterion_messages(question, answer, criterion)
@@ -156,7 +149,7 @@ async def _judge_one(
     problem, messages, sent = "no attempt made", first, set()
     for attempt in range(max_attempts):
         try:
-            text = await _ask(complete, messages, attempt > 0, breaker)
+            text = await _ask(complete, messages, attempt > 0)
         except _CallFailed as failed:  # not asked again: the client has retried what can be retried
             if attempt > 0 and failed.kind == ERROR_REQUEST:  # a re-ask refused (too long for the judge): the verdict stays unusable
                 return CriterionJudgment(criterion_id, None, attempts=attempt + 1, error=f"{problem}{REASK_REFUSED}{failed.reason}",
@@ -179,7 +172,6 @@ async def _judge_batched(
     rubrics: Sequence[tuple[str, str]],
     complete: Complete,
     max_attempts: int,
-    breaker: CircuitBreaker | None = None,
 ) -> list[CriterionJudgment]:
     # The judge sees short numeric ids ("1".."30"): fewer output tokens, fewer copying mistakes.
     short_ids = [str(i + 1) for i in range(len(rubrics))]
@@ -193,7 +185,7 @@ async def _judge_batched(
         attempts += 1
         asked = [(short_ids[i], rubrics[i][1]) for i in pending]
         try:
-            text = await _ask(complete, messages, attempts > 1, breaker)
+            text = await _ask(complete, messages, attempts > 1)
         except _CallFailed as failed:
             if attempts > 1 and failed.kind == ERROR_REQUEST:  # a re-ask refused: the verdicts stay unusable
                 problem += REASK_REFUSED + failed.reason
@@ -231,7 +223,7 @@ by :func:`_judge_prefix_first` only, read by the slots only."""
 
 async def _judge_prefix_first(
     question: str, answer: str, rubrics: Sequence[tuple[str, str]], complete: Complete, max_attempts: int,
-    template: JudgeTemplate | None, breaker: CircuitBreaker | None, verdict_reading: str = STRICT,
+    template: JudgeTemplate | None, verdict_reading: str = STRICT,
 ) -> list[CriterionJudgment]:
     """Judge the first criterion alone, then the rest concurrently.
 
@@ -243,7 +235,7 @@ async def _judge_prefix_first(
     wait is one call's, not the queue's.
     """
     def judge(rubric: tuple[str, str]) -> Awaitable[CriterionJudgment]:
-        return _judge_one(question, answer, rubric[0], rubric[1], complete, max_attempts, template, breaker, verdict_reading)
+        return _judge_one(question, answer, rubric[0], rubric[1], complete, max_attempts, template, verdict_reading)
 
     if not rubrics:
         return []
@@ -263,7 +255,6 @@ async def grade_answer(
     mode: str = PER_CRITERION,
     max_attempts: int = MAX_ATTEMPTS,
     template: JudgeTemplate | None = None,
-    breaker: CircuitBreaker | None = None,
     verdict_reading: str = STRICT,
 ) -> list[CriterionJudgment]:
     """Judge ``answer`` against every ``(criterion_id, criterion)`` in ``rubrics``.
@@ -288,8 +279,8 @@ async def grade_answer(
     no verdict (``rubric_prompt.reask_messages``). With more than two attempts, when the judge
     repeats an unusable reply, the next re-ask would repeat a request already sent: it is not sent,
     and the judgment fails. A call that raises is not asked
-    again; with a ``breaker`` shared by the run, once too many such calls in a row failed, the
-    remaining ones fail as ``judge_unavailable`` without being sent.
+    again; once the transport's breaker (shared by the run) saw too many failed requests in a row,
+    the remaining calls fail as ``judge_unavailable`` without being sent.
 
     ``verdict_reading`` is the project's rule (``strict``, the default: ``verdicts.read_verdict``)
     or the released judge's runner's (``official``: ``verdicts.read_official``, the first
@@ -305,5 +296,5 @@ async def grade_answer(
     if not (answer or "").strip():
         return [CriterionJudgment(cid, False, EMPTY_ANSWER, attempts=0) for cid, _ in rubrics]
     if mode == PER_CRITERION:
-        return await _judge_prefix_first(question, answer, rubrics, complete, max_attempts, template, breaker, verdict_reading)
-    return await _judge_batched(question, answer, rubrics, complete, max_attempts, breaker)
+        return await _judge_prefix_first(question, answer, rubrics, complete, max_attempts, template, verdict_reading)
+    return await _judge_batched(question, answer, rubrics, complete, max_attempts)

@@ -236,11 +236,12 @@ def test_the_breaker_opens_after_a_run_of_transport_failures_only():
     async def dead(messages, fresh):
         shared.check()  # as a transport does, when a request would really be sent (after its cache)
         sent.append(1)
+        shared.failure("transport", "HTTPError: 500")  # the transport counts each failed attempt: the one place
         raise HTTPError(500, "down")
 
     # A dead judge never raises out of grading: the calls after the breaker opened fail at once,
     # unsent, as judge_unavailable; the case keeps its answer and the run's policy decides.
-    out = asyncio.run(grade_answer("问题", "回答", rubrics, dead, breaker=shared))
+    out = asyncio.run(grade_answer("问题", "回答", rubrics, dead))
     assert len(sent) == BREAKER_LIMIT
     kinds = [j.error_kind for j in out]
     assert kinds == ["transport"] * BREAKER_LIMIT + ["judge_unavailable"] * 5
@@ -249,8 +250,8 @@ def test_the_breaker_opens_after_a_run_of_transport_failures_only():
     async def refusing(messages, fresh):
         raise HTTPError(400, "too long")
 
-    out = asyncio.run(grade_answer("问题", "回答", rubrics, refusing, breaker=CircuitBreaker()))
-    assert {j.error_kind for j in out} == {"request"}  # refusals do not open the breaker
+    out = asyncio.run(grade_answer("问题", "回答", rubrics, refusing))
+    assert {j.error_kind for j in out} == {"request"}  # refused requests: failed judgments, the judge not down
 
 
 def test_failure_threshold():

@@ -151,11 +151,11 @@ def test_every_path_sends_the_same_judge_request_byte_for_byte(fake_server, tmp_
     # The stand-in counts each exact request body (the bytes): Inspect's own calls, the direct
     # calls (judge_cache off, so the verdict cache cannot answer) and lm-eval's make each of the
     # 360 judgment bodies three times, and so does the judge check (1 body). The candidate's 12
-    # requests are sent once by Inspect (its second run reads the answers from its cache) and once
-    # by lm-eval, each framework laying out its own body.
+    # requests are sent by each Inspect run (no answer cache: -T answer_cache is off) and once by
+    # lm-eval, each framework laying out its own body.
     run_inspect(tmp_path / "inspect", judge="judge-model")
     run_inspect(tmp_path / "direct", judge="judge-model", judge_calls="direct", judge_cache=False)
     run_lmeval(fake_server.base_url, judge="judge-model")
     stats = fake_server.stats()
     assert stats["judge_calls"] == 3 * 360
-    assert stats["bodies_by_times_seen"] == {"1": 24, "3": 361}
+    assert stats["bodies_by_times_seen"] == {"1": 12, "2": 12, "3": 361}
