@@ -29,7 +29,8 @@ def add_gate_arguments(p: argparse.ArgumentParser, when: str = "") -> None:
                    help=say("", "accept this share of failed judgments (default 0.01; another value is printed as an exception)"))
     p.add_argument("--allow-prompt", action="append", default=[], metavar="NAME",
                    help=say("", "accept this judge prompt or judge mode besides the official prompt per criterion, or "
-                                "'jury' for a jury's majority (repeatable; printed as an exception; default: the official one only)"))
+                                "'jury' for a jury's majority, or 'official-reading' for replies read the official runner's way (repeatable; "
+                                "printed as an exception; default: the official one only)"))
     p.add_argument("--review", metavar="DIR",
                    help=say("", "a physicians' review folder (review export/score): each ClinConsensus run's judge "
                                 "against the physicians' labels on that run's answers is printed with the run's verdict (default: none)"))
