@@ -58,7 +58,8 @@ def test_unscored_inspect_samples_are_listed_warned_about_and_refused_by_the_rep
     by_id = {s.id: s for s in log.samples}
     for result in read.results:
         logged = by_id[result.key].scores["climedbench_scorer"]
-        assert score_fields(result) == {"value": logged.value, "answer": logged.answer, "explanation": logged.explanation, "metadata": logged.metadata}
+        # Read back from the log, with the item as asked, the fields (the explanation a reader sees too) are the logged ones.
+        assert score_fields(result, read.items[result.key]) == {"value": logged.value, "answer": logged.answer, "explanation": logged.explanation, "metadata": logged.metadata}
 
     # Calibration: each unscored sample is a missing response, with a warning naming file and sample.
     records = cat_commands.read_item_results([log.location])
