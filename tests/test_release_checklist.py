@@ -105,8 +105,8 @@ def environment(tmp_path: Path, base_url: str) -> dict[str, str]:
     Inspect or of CI, then the stand-ins for the network."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CLINCONSENSUS_", "CLIMEDBENCH_", "INSPECT_", "OPENAI_", "MODEL_", "JUDGE_", "GITHUB_"))}
-    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", MODEL_BASE_URL=base_url, MODEL_API_KEY="stand-in",
-               OPENAI_BASE_URL=base_url, OPENAI_API_KEY="stand-in", INSPECT_EVAL_TASK_ARGS="data=sample",
+    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", MODEL_BASE_URL=base_url, MODEL_API_KEY="model-test-key",
+               OPENAI_BASE_URL=base_url, OPENAI_API_KEY="judge-test-key", INSPECT_EVAL_TASK_ARGS="data=sample",
                CLINCONSENSUS_JUDGE_PROMPT="project",
                INSPECT_CACHE_DIR=str(tmp_path / "inspect-cache"), CLINCONSENSUS_CACHE_DIR=str(tmp_path / "cache"),
                HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
@@ -236,9 +236,10 @@ def check_gate(work: Path, done: subprocess.CompletedProcess, said: str) -> None
     assert [line for lines in failures.values() for line in lines] == problems
     assert failures["the benchmark's data"] == REFUSED[:1] and failures["the official protocol"] == REFUSED[1:]
     # The rest: what a review and a check of 12 cases cannot show (the page's bars are a release's), and the
-    # stand-in judge where the run recorded where its judge was (an openai/ judge sent elsewhere by
-    # OPENAI_BASE_URL records no endpoint: Inspect's provider leaves the URL to the SDK).
+    # stand-in judge: the page's openai/gpt-4.1, sent to the stand-in by OPENAI_BASE_URL, is seen there.
     assert set(failures) - {"the benchmark's data", "the official protocol"} <= JUDGE_CHECKS | {"an independent judge"}
+    assert failures["an independent judge"] == [
+        "judged by the project's stand-in server (gpt-4.1), not a real judge: bind a real judge model"], said
     markdown = (work / "gate.md").read_text(encoding="utf-8")
     assert markdown.startswith("## Release gate: FAILED\n\n0 of 1 run(s) pass the release profile")
     assert all(f"- {' '.join(problem.split()).replace('<', '&lt;').replace('>', '&gt;')}" in markdown for problem in problems)

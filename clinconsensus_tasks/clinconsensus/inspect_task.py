@@ -34,7 +34,7 @@ from clinconsensus_tasks.errors import ClinConsensusError, ConfigurationError
 from clinconsensus_tasks.inspect_compat import register_logged_scorer_name, shown_alone
 from clinconsensus_tasks.judge.official_template import load_judge_prompt, prompt_record
 from clinconsensus_tasks.judge.input_limit import JudgeInputLimits
-from clinconsensus_tasks.judge.inspect_server import judge_extra_body, judges_provenance, server_of
+from clinconsensus_tasks.judge.inspect_server import judge_extra_body, judges_provenance, role_base_url, server_of
 from clinconsensus_tasks.scorers.clinconsensus.answers import ANSWER_MAX_TOKENS, visible_answer
 from clinconsensus_tasks.judge.protocol import check_failed
 from clinconsensus_tasks.judge.inspect_calls import (
@@ -203,7 +203,8 @@ async def _probe(judges: list[Model]) -> None:
             extra_body = judge_extra_body(judge, await server_of(judge)) or None
             await judge.generate(to_chat(PROBE_MESSAGES), config=probe_call_config(extra_body), cache=False)
         except Exception as exc:
-            raise shown_alone(check_failed(str(judge), str(judge.api.base_url), classify(exc)[1], CHECK_HINT), "ClinConsensus") from None
+            raise shown_alone(check_failed(str(judge), role_base_url(judge) or "its provider's endpoint", classify(exc)[1], CHECK_HINT),
+                                  "ClinConsensus") from None
 
 
 def _answer_with_reasoning(output: ModelOutput | None, keep_thinking: bool) -> tuple[str, bool]:

@@ -40,7 +40,7 @@ from inspect_ai.util import display_type
 from clinconsensus_tasks import settings_table
 from clinconsensus_tasks.errors import ConfigurationError
 from clinconsensus_tasks.inspect_compat import PATCHED, active_generate_config, openai_providers, sdk_retries_off, use_http_client, wrap_generate
-from clinconsensus_tasks.judge.inspect_server import judge_extra_body, served_model_name, server_now
+from clinconsensus_tasks.judge.inspect_server import judge_extra_body, role_base_url, served_model_name, server_now
 from clinconsensus_tasks.judge.protocol import PROBE_MAX_TOKENS, PROBE_MESSAGES, async_http_client, check_failed, response_format
 from clinconsensus_tasks.judge.server_info import LLAMA_CPP, ServerInfo, in_flight
 from clinconsensus_tasks.judge.slots import JudgeSlots
@@ -110,7 +110,7 @@ def check_judges_now(judges: list[Model]) -> list[Model]:
             sync.chat.completions.create(model=served_model_name(judge), messages=PROBE_MESSAGES, max_tokens=PROBE_MAX_TOKENS,  # type: ignore[arg-type]
                                          extra_body=extra_body)
         except Exception as exc:
-            raise check_failed(str(judge), str(judge.api.base_url), classify(exc)[1], CHECK_HINT) from None
+            raise check_failed(str(judge), str(client.base_url), classify(exc)[1], CHECK_HINT) from None
         finally:
             sync.close()
         checked.append(judge)
@@ -322,6 +322,17 @@ def inspect_usage(usage: Any) -> TokenUsage:
 # any epoch, so it found none of the verdicts the run obtained): a judge's greedy verdict on the
 # same prompt is the same verdict in every epoch and when re-scoring.
 JUDGE_CACHE = CachePolicy(per_epoch=False)
+
+
+def judge_cache_policy(model: Model) -> CachePolicy:
+    """:data:`JUDGE_CACHE`, scoped by the judge's endpoint where Inspect's cache key holds none: an
+    ``openai/`` judge sent elsewhere by ``OPENAI_BASE_URL`` (``inspect_server.role_base_url``) is
+    otherwise keyed as OpenAI's own model of that name, and would be served its verdicts (or they
+    its)."""
+    url = role_base_url(model)
+    if url and not model.api.base_url:
+        return CachePolicy(per_epoch=False, scopes={"judge_endpoint": url})
+    return JUDGE_CACHE
 _KINDS = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
 _SYSTEM_MESSAGES: dict[str, ChatMessage] = {}
 
@@ -382,13 +393,14 @@ class InspectJudges:
             extra_body = {**(extra_body or {}), "response_format": response_format(server.kind, self.mode)}
 
         config = judge_call_config(model, **decoding, extra_body=extra_body)  # the same for every call of the case
+        cache = judge_cache_policy(model) if self.cache else False
 
         async def complete(messages: list[dict[str, str]], fresh: bool) -> str:
             # Wait for a connection first: the breaker is asked when a request is really sent
             # (_guarded), so a call queued while the judge died is never sent, and a verdict in
             # Inspect's response cache is served whatever the breaker says.
             async with slot:
-                output = await model.generate(to_chat(messages), config=config, cache=JUDGE_CACHE if self.cache and not fresh else False)
+                output = await model.generate(to_chat(messages), config=config, cache=cache if not fresh else False)
             spent.append(inspect_usage(output.usage))
             return judge_text(output)
 

@@ -5,8 +5,8 @@ provider and server take, found once per judge model and run.
   ``extra_body`` (``chat_template_kwargs``), and the context length is read from the server.
 * ``hf/`` runs the model in process: its chat template gets ``enable_thinking=False`` unless the
   user passed ``-M enable_thinking=...`` (the provider reads the attribute at every call).
-* any other provider with a base URL (``openai-api/...``, ``openai/`` pointed at a local server)
-  is asked ``GET /v1/models`` (``judge.server_info.ask_server``): a vLLM or SGLang server gets the
+* any other provider with a base URL (``openai-api/...``, ``openai/`` pointed at a local server
+  by ``-M base_url`` or ``OPENAI_BASE_URL``: :func:`role_base_url`) is asked ``GET /v1/models`` (``judge.server_info.ask_server``): a vLLM or SGLang server gets the
   switch, anything else (a hosted API) is sent nothing it might reject.
 """
 
@@ -40,6 +40,25 @@ def served_model_name(model: Model) -> str:
     return served() if callable(served) else api.model_name
 
 
+HOSTED_OPENAI = "https://api.openai.com/v1"  # the OpenAI SDK's own base URL
+
+
+def role_base_url(model: Model) -> str | None:
+    """Where the judge role's requests go: its provider's base URL or, for an ``openai/`` judge
+    given none, the URL its SDK client was made with when that is not OpenAI's own.
+    ``OPENAI_BASE_URL`` sends an ``openai/`` judge to any server while Inspect's ``base_url`` stays
+    ``None``; that server is asked what it is, recorded and kept apart in the response cache like
+    any other (an environment variable must not hide the stand-in from the release gate)."""
+    api = model.api
+    if api.base_url:
+        return str(api.base_url)
+    if provider_name(model) == "openai":
+        url = str(getattr(getattr(api, "client", None), "base_url", "") or "").rstrip("/")
+        if url and url != HOSTED_OPENAI:
+            return url
+    return None
+
+
 async def server_of(model: Model) -> ServerInfo:
     """The judge's :class:`ServerInfo` (``openai`` kind for in-process and hosted providers)."""
     return await asyncio.to_thread(server_now, model)
@@ -53,9 +72,10 @@ def server_now(model: Model) -> ServerInfo:
         hf_thinking_off(model)
         return ServerInfo(OPENAI)
     declared = _PROVIDER_KINDS.get(provider_name(model), AUTO)
-    if not api.base_url:
+    base_url = role_base_url(model)
+    if not base_url:
         return ServerInfo(OPENAI if declared == AUTO else declared)
-    return ask_server(api.base_url, str(api.api_key or ""), served_model_name(model), declared)
+    return ask_server(base_url, str(api.api_key or ""), served_model_name(model), declared)
 
 
 def judge_extra_body(model: Model, server: ServerInfo) -> dict[str, Any]:
@@ -68,7 +88,7 @@ def judges_provenance(graders: list[Model], local: Model | None, mode: str, prom
     """``provenance`` (and ``local_provenance`` for a second judge) as lm-eval's records hold
     them: the model named as its server knows it, not by Inspect's ``provider/[service/]`` spelling.
     A jury's ``provenance`` names the panel and lists each juror's under ``jurors``."""
-    out = {"provenance": jurors_provenance([(served_model_name(g), g.api.base_url) for g in graders], mode, prompt)}
+    out = {"provenance": jurors_provenance([(served_model_name(g), role_base_url(g)) for g in graders], mode, prompt)}
     if local is not None:
-        out["local_provenance"] = judge_provenance(served_model_name(local), local.api.base_url, mode, prompt)
+        out["local_provenance"] = judge_provenance(served_model_name(local), role_base_url(local), mode, prompt)
     return out
