@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from clinconsensus_tasks.adaptive.engine import AdaptiveSession, ItemBank, build_response_matrix, calibrate_bank
-from clinconsensus_tasks.climedbench.dataset import load_scenario
+from clinconsensus_tasks.climedbench.dataset import ENV_DATA_DIR, SAMPLE, load_scenario, no_data
 from clinconsensus_tasks.climedbench.logs import read_item_log
 from clinconsensus_tasks.log_files import CLIMEDBENCH, benchmark_logs, is_file, is_lmeval_samples
 from clinconsensus_tasks.storage import file_sha256, location, make_folder, open_binary, output_location, storage_errors, write_text
@@ -132,6 +132,20 @@ def _write_json(path: Any, data: Any) -> None:
     os.replace(tmp, path)  # atomic: an interruption leaves the previous state intact
 
 
+# What ``cat run`` and ``cat synthesize`` say without data: the sample is never used unasked.
+CAT_NO_DATA = no_data(f"`--data-dir DIR` (or `{ENV_DATA_DIR}=DIR`)", f"`--data-dir {SAMPLE}`")
+
+
+def chosen_items(data_dir: str | None) -> str:
+    """The CliMedBench data an adaptive run or synthetic examinees answer: ``data_dir``, else
+    ``CLIMEDBENCH_DATA_DIR`` (a folder, or ``sample`` on purpose); neither: :class:`ConfigurationError`
+    with :data:`CAT_NO_DATA`, before any model is asked."""
+    chosen = data_dir if data_dir is not None and str(data_dir).strip() else os.environ.get(ENV_DATA_DIR, "")
+    if not chosen.strip():
+        raise ConfigurationError(CAT_NO_DATA)
+    return chosen.strip()
+
+
 def run_adaptive(
     model_name: str,
     bank_path: str,
@@ -146,6 +160,7 @@ def run_adaptive(
     """
     from inspect_ai.model import get_model
 
+    data_dir = chosen_items(data_dir)
     bank = ItemBank.load(bank_path)
     output = output_location(output)  # a local folder or a URL prefix (a machine that takes over resumes from it)
     make_folder(output)
@@ -168,7 +183,7 @@ def run_adaptive(
     items = _items_by_key(bank.scenario_codes(), data_dir)
     missing = [k for k in bank.item_ids if k not in items]
     if missing:
-        raise DataValidationError([f"{bank_path}: item {k!r} is not in the data ({data_dir or 'bundled sample'})" for k in missing[:10]])
+        raise DataValidationError([f"{bank_path}: item {k!r} is not in the data ({'the bundled sample' if data_dir == SAMPLE else data_dir})" for k in missing[:10]])
     model = get_model(model_name)
 
     async def loop() -> None:
@@ -222,6 +237,7 @@ def synthesize(
     """
     from inspect_ai.model import GenerateConfig, get_model
 
+    data_dir = chosen_items(data_dir)
     codes = list(scenarios or SCENARIOS)
     gen, deb = get_model(generator), get_model(debater)
     config = GenerateConfig(temperature=0.0)

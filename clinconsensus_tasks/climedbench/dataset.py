@@ -34,14 +34,19 @@ from clinconsensus_tasks.text_checks import is_blank, is_duplicate, surrogate_pr
 ENV_DATA_DIR = settings_table.setting("climedbench_data_dir").env
 SAMPLE = "sample"  # the data setting's value that asks for the bundled synthetic sample
 SAMPLE_NOTE = "synthetic sample bundled with clinconsensus-tasks (not CliMedBench data)"
+
+
+def no_data(give: str, sample: str) -> str:
+    """What a command or run without CliMedBench data says, in one line: how to get and lay out the
+    data, how to ``give`` the folder, and how to use the bundled ``sample`` on purpose."""
+    return ("CliMedBench: no data folder given, and its data is not public: the CliMedBench authors give it on request "
+            "(arXiv 2410.03502). Lay it out as one JSONL file per scenario (ID1.jsonl ... CS.jsonl; the Data section of "
+            f"clinconsensus_tasks/climedbench/README.md) and give the folder: {give}. To run the bundled synthetic sample "
+            f"on purpose (its scores say nothing about a model): {sample}.")
+
+
 # What a run without a data setting says (one line: Inspect prints it alone, lm-eval as its error).
-NO_DATA = (
-    "CliMedBench: no data folder given, and its data is not public: the CliMedBench authors give it on request "
-    "(arXiv 2410.03502). Lay it out as one JSONL file per scenario (ID1.jsonl ... CS.jsonl; the Data section of "
-    "clinconsensus_tasks/climedbench/README.md) and give the folder: Inspect `-T data_dir=DIR`, lm-eval "
-    f"`{ENV_DATA_DIR}=DIR`. To run the bundled synthetic sample on purpose (its scores say nothing about a model): "
-    f"`-T data_dir={SAMPLE}` / `{ENV_DATA_DIR}={SAMPLE}`."
-)
+NO_DATA = no_data(f"Inspect `-T data_dir=DIR`, lm-eval `{ENV_DATA_DIR}=DIR`", f"`-T data_dir={SAMPLE}` / `{ENV_DATA_DIR}={SAMPLE}`")
 
 
 @dataclass(frozen=True)

@@ -100,3 +100,33 @@ def test_calibrate_from_lmeval_sample_files(fake_server, tmp_path, monkeypatch):
     assert {i.split(":")[0] for _, i, _, _ in records} == {"ID1", "SSO"}
     bank = cat_commands.calibrate(files, tmp_path / "bank.json", model="2PL")
     assert len(bank) == 10 + 10 and bank.provenance["models"] == ["examinee-1", "examinee-2", "examinee-3"]
+
+
+def test_cat_asks_for_its_data_by_name_before_any_model_call(fake_server, tmp_path, monkeypatch):
+    # As the tasks do (issue 58 item 9): without --data-dir or CLIMEDBENCH_DATA_DIR, `cat synthesize`
+    # and `cat run` stop with one line naming how to get, lay out and give the data, and the sample
+    # on purpose; no model is asked. `--data-dir sample` runs on the sample.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k != "CLIMEDBENCH_DATA_DIR"}
+    cli = str(Path(sys.executable).parent / "clinconsensus-eval")
+    bank = tmp_path / "no-bank.json"  # never read: the data is asked for first
+    for words in (["synthesize", "--generator", "openai-api/cand/examinee-7", "--debater", "openai-api/cand/examinee-8",
+                   "--output", str(tmp_path / "synthetic.jsonl"), "--scenarios", "ID1", "--limit", "1"],
+                  ["run", "--model", "openai-api/cand/examinee-6", "--bank", str(bank), "--output", str(tmp_path / "run")]):
+        fake_server.reset()
+        done = subprocess.run([cli, "cat", *words], capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode != 0 and done.stdout == ""
+        assert done.stderr.strip().splitlines()[-1].endswith(cat_commands.CAT_NO_DATA), done.stderr
+        assert fake_server.stats()["calls"] == {}
+    assert "`--data-dir DIR` (or `CLIMEDBENCH_DATA_DIR=DIR`)" in cat_commands.CAT_NO_DATA
+    assert cat_commands.CAT_NO_DATA.endswith("To run the bundled synthetic sample on purpose (its scores say nothing about a model): "
+                                             "`--data-dir sample`.")
+    done = subprocess.run([cli, "cat", "synthesize", "--generator", "openai-api/cand/examinee-7", "--debater",
+                           "openai-api/cand/examinee-8", "--output", str(tmp_path / "synthetic.jsonl"), "--scenarios", "ID1",
+                           "--limit", "1", "--data-dir", "sample"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"output": str(tmp_path / "synthetic.jsonl"), "items": 1, "records": 3, "examinees": 3}
