@@ -45,7 +45,11 @@ def test_suggested_commands_keep_their_line_continuations():
 
     text = real_model_commands()
     assert text.startswith("# The model under test")
-    assert "--limit 1 \\\n  --model openai-api/model/MY-MODEL --model-role grader=openai/gpt-4.1\n" in text
+    assert "--limit 1 --log-dir logs-smoke \\\n  --model openai-api/model/MY-MODEL --model-role grader=openai/gpt-4.1\n" in text
+    # The path the README walks: the smoke tests in folders of their own, the data pinned, the gate.
+    assert "--output_path results/   # first: --limit 1 --output_path results-smoke/\n" in text
+    assert "export CLINCONSENSUS_DATA_REVISION=$(python -c" in text
+    assert text.endswith("clinconsensus-eval summarize --strict logs/ results/\nclinconsensus-eval report logs/ results/ --output report.html")
     continued = [line for line in text.splitlines() if line.endswith("\\")]
     assert len(continued) == 5
     lines = text.splitlines()

@@ -196,12 +196,13 @@ def real_model_commands() -> str:
     return r"""# The model under test and the judge: any OpenAI-compatible endpoint (an API, or `vllm serve ...`);
 # Inspect's openai-api/model/NAME reads MODEL_BASE_URL and MODEL_API_KEY. WTD needs a similarity model.
 export MODEL_BASE_URL=http://127.0.0.1:8000/v1 MODEL_API_KEY=EMPTY OPENAI_API_KEY=sk-...
-# 1. Check the endpoints on one case first: the judge gets a test request before anything is
-#    generated, so a wrong URL, key or model name fails in seconds, not after a long run.
-inspect eval clinconsensus_tasks/clinconsensus -T data=sample --limit 1 \
+# 1. Check the endpoints on one case first, in a folder of its own (a --limit run beside the release
+#    run fails the release gate): the judge gets a test request before anything is generated.
+inspect eval clinconsensus_tasks/clinconsensus -T data=sample --limit 1 --log-dir logs-smoke \
   --model openai-api/model/MY-MODEL --model-role grader=openai/gpt-4.1
-# 2. The full runs (without -T data=sample: the 900 public cases from the hub; or -T data=FILE).
-#    CliMedBench's data is not public (its authors give it on request): /data/climedbench is your copy.
+# 2. The full runs (without -T data=sample: the 900 public cases from the hub, pinned at this commit;
+#    or -T data=FILE). CliMedBench's data is not public (its authors give it on request): /data/climedbench is your copy.
+export CLINCONSENSUS_DATA_REVISION=$(python -c "from huggingface_hub import HfApi; print(HfApi().dataset_info('skylenage/ClinConsensus').sha)")
 inspect eval clinconsensus_tasks/clinconsensus --model openai-api/model/MY-MODEL --model-role grader=openai/gpt-4.1
 inspect eval clinconsensus_tasks/climedbench -T data_dir=/data/climedbench -T similarity_model=/models/simcse \
   --model openai-api/model/MY-MODEL
@@ -209,7 +210,9 @@ export CLINCONSENSUS_JUDGE_BASE_URL=https://api.openai.com/v1 CLINCONSENSUS_JUDG
   CLINCONSENSUS_JUDGE_API_KEY=sk-... CLIMEDBENCH_DATA_DIR=/data/climedbench CLIMEDBENCH_SIMILARITY_MODEL=/models/simcse
 lm_eval --model local-chat-completions \
   --model_args model=MY-MODEL,base_url=http://127.0.0.1:8000/v1/chat/completions,num_concurrent=8 \
-  --tasks clinconsensus,climedbench --apply_chat_template --log_samples --output_path results/   # --limit 1 to check first
+  --tasks clinconsensus,climedbench --apply_chat_template --log_samples --output_path results/   # first: --limit 1 --output_path results-smoke/
+# 3. The release gate (docs/release-checklist.md), then the report.
+clinconsensus-eval summarize --strict logs/ results/
 clinconsensus-eval report logs/ results/ --output report.html"""
 
 
