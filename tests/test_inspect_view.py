@@ -44,15 +44,18 @@ def test_a_clinconsensus_sample_shows_each_criterion_and_both_judges_in_inspect_
                        log_dir=str(tmp_path / "logs"))[0]
     assert log.status == "success", log.error
     case = load_cases("sample").cases[0]
+    record = log.samples[0].scores["rubric_scorer"]
+    met, second = record.metadata["met"], sum(j["met"] is True for j in record.metadata["roles"]["local_grader"]["judgments"])
+    headline = f"30 of 30 criteria met (judge openai-api/judge/judge-html); second judge openai-api/judge/judge-model: {second} met"
     site = bundle(tmp_path / "logs", tmp_path / "bundle")
     with StaticSite(site) as server:
         url = f"{server.root}/#/logs/{Path(log.location).name}/samples/sample/{case.case_id}/1/scoring"
-        text = read_page(url, case.rubrics[-1][1], site / "scoring.png", tmp_path / "profile")
+        # Waited for as rendered: the viewer shows the explanation's Markdown source first (`**30 of 30
+        # criteria met**`, every criterion's text already in it) and renders it a moment later.
+        text = read_page(url, headline, site / "scoring.png", tmp_path / "profile")
     # Every criterion's text, as the data gives it, and the table's columns.
     assert all(criterion in text for _, criterion in case.rubrics), text[:3000]
-    record = log.samples[0].scores["rubric_scorer"]
-    met, second = record.metadata["met"], sum(j["met"] is True for j in record.metadata["roles"]["local_grader"]["judgments"])
-    assert met == 30 and f"30 of 30 criteria met (judge openai-api/judge/judge-html); second judge openai-api/judge/judge-model: {second} met" in text
+    assert met == 30 and headline in text, text[:3000]
     assert f"met\t{'not met' if second < 30 else 'met'}" in text and reason in text  # the tags shown as text, the bar kept in its cell
     for heading in ("criterion", "judge", "second judge", "agree", "reason"):
         assert heading in text
