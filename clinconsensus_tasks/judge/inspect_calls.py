@@ -333,6 +333,8 @@ def judge_cache_policy(model: Model) -> CachePolicy:
     if url and not model.api.base_url:
         return CachePolicy(per_epoch=False, scopes={"judge_endpoint": url})
     return JUDGE_CACHE
+
+
 _KINDS = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
 _SYSTEM_MESSAGES: dict[str, ChatMessage] = {}
 

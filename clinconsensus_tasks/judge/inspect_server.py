@@ -6,8 +6,9 @@ provider and server take, found once per judge model and run.
 * ``hf/`` runs the model in process: its chat template gets ``enable_thinking=False`` unless the
   user passed ``-M enable_thinking=...`` (the provider reads the attribute at every call).
 * any other provider with a base URL (``openai-api/...``, ``openai/`` pointed at a local server
-  by ``-M base_url`` or ``OPENAI_BASE_URL``: :func:`role_base_url`) is asked ``GET /v1/models`` (``judge.server_info.ask_server``): a vLLM or SGLang server gets the
-  switch, anything else (a hosted API) is sent nothing it might reject.
+  by ``-M base_url`` or ``OPENAI_BASE_URL``: :func:`role_base_url`) is asked ``GET /v1/models``
+  (``judge.server_info.ask_server``): a vLLM or SGLang server gets the switch, anything else (a
+  hosted API) is sent nothing it might reject.
 """
 
 from __future__ import annotations
